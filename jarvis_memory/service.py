@@ -54,6 +54,8 @@ class Observation:
     candidates: list = field(default_factory=list)   # every merged Candidate (S-5.4)
     excluded: dict = field(default_factory=dict)     # item id -> why it was left out
     hints: list = field(default_factory=list)        # hint blocks (S-9.2)
+    patterns: list = field(default_factory=list)     # task patterns in the [작업 패턴] block (S-9.3)
+    pattern_text: str = ''                           # that block's text
     now: float = 0.0
 
     @property
@@ -67,6 +69,7 @@ class Observation:
         b = {}
         if self.core: b['core'] = '\n'.join([CORE_HEADER, *map(item_line, self.core)])
         if self.recall: b['recall'] = '\n'.join([RECALL_HEADER, *(item_line(s.item) for s in self.recall)])
+        if self.pattern_text: b['patterns'] = self.pattern_text
         for i, h in enumerate(self.hints): b[f'hint{i}'] = h
         return b
 
@@ -208,6 +211,12 @@ for _s in ('thought', 'journal', 'delegation', 'promoted'): setattr(MemoryServic
 # %% ../nbs/19_service.ipynb #c3925dbe
 _RECALL_FILTER = Filter(layers=('semantic', 'edm'), exclude_sources=('thought',))
 
+def _extension(module: str, name: str):
+    "`MemoryService.<name>`, which the later notebook `module` adds with `@patch`; that module imports this one, so it loads on first use."
+    import importlib, sys
+    importlib.import_module(f'jarvis_memory.{module}')
+    return getattr(sys.modules['jarvis_memory.service'].MemoryService, name)
+
 def _case_variants(terms: list[str]) -> list[str]:
     out = []
     for t in terms:
@@ -261,6 +270,8 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
     obs.deictic = prev is not None and obs.query != recall_query(utterance, None, query_chars=s.query_chars, min_chars=s.deixis_min_chars)
     obs.terms = query_terms(obs.query)
     if pattern_hint_wanted(utterance): obs.hints.append(f"{PATTERN_HINT_HEADER}\n{PATTERN_HINT}")
+    pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
+    obs.pattern_text, obs.patterns = _extension('patterns', 'pattern_block')(self, scope, pattern_text)
     in_window = set(window_episode_ids(scope, window_turn_numbers(msgs, s.stm_turns), s))
     core_ids = {it.id for it in obs.core}
     obs.candidates = self.gather(scope, obs.query, obs.terms, extra=len(in_window) + len(core_ids)) if obs.query.strip() else []
