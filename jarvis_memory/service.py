@@ -26,7 +26,8 @@ from .scoring import Candidate, Score, merge_pools, rank, core_facts
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'PATTERN_HINT_HEADER', 'PATTERN_HINT', 'item_line', 'Observation', 'MemoryService',
            'record_turn', 'record', 'fact_topic', 'write_fact', 'remember', 'write', 'set_housing_profile',
-           'core_block', 'gather', 'observe', 'reinforce', 'flush_rehearsals', 'forget_session', 'recall_episodes']
+           'core_block', 'query_vector', 'gather', 'observe', 'reinforce', 'flush_rehearsals', 'forget_session',
+           'recall_episodes']
 
 # %% ../nbs/19_service.ipynb #f31a30c7
 CORE_HEADER, RECALL_HEADER, PATTERN_HINT_HEADER = '[핵심 사실]', '[장기 기억]', '[작업 패턴 저장]'
@@ -231,13 +232,17 @@ def core_block(self: MemoryService, scope: MemoryScope) -> list[MemoryItem]:
     pool = self.store.list(scope, filter=flt, order_by='importance', limit=n) + self.store.list(scope, filter=flt, order_by='created_at', limit=n)
     return core_facts(pool, k)
 
-def gather(self: MemoryService, scope: MemoryScope, query: str, terms: list[str], *, extra: int = 0) -> list[Candidate]:
+def query_vector(self: MemoryService, query: str):
+    "The query's embedding (query mode), or None without an embedder or query."
+    return self.store.embedder.embed_one(query, query=True) if self.store.embedder is not None and query.strip() else None
+
+def gather(self: MemoryService, scope: MemoryScope, query: str, terms: list[str], *, extra: int = 0,
+           query_embedding=None) -> list[Candidate]:
     "The merged candidate pools for `query` (S-5.4): newest and most important keyword/vector hits, and nearest vectors."
     n = self.settings.pool_size + extra
     kw = self.store.keyword(scope, _case_variants(terms), filter=_RECALL_FILTER, limit=n * 4) if terms else []
-    vec, qv = [], None
-    if self.store.embedder is not None and query.strip():
-        qv = self.store.embedder.embed_one(query, query=True)
+    vec, qv = [], (query_embedding if query_embedding is not None else self.query_vector(query))
+    if qv is not None:
         vec = self.store.search(scope, embedding=qv, k=n, min_cosine=self.settings.min_cosine, filter=_RECALL_FILTER)
     cos = {it.id: c for it, c in vec}
     missing = [it.id for it in kw if it.id not in cos]
@@ -253,10 +258,11 @@ def gather(self: MemoryService, scope: MemoryScope, query: str, terms: list[str]
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]]})
 
-MemoryService.core_block, MemoryService.gather = core_block, gather
+MemoryService.core_block, MemoryService.gather, MemoryService.query_vector = core_block, gather, query_vector
 
 # %% ../nbs/19_service.ipynb #2c53f458
-def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | None = None, k: int | None = None) -> Observation:
+def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | None = None, k: int | None = None,
+            query_embedding=None) -> Observation:
     "The prompt for the next model call: the window and the memory blocks, with the data behind them."
     scope, now, s = _session_scope(scope), self._now(now), self.settings
     msgs = check_history(history)
@@ -274,11 +280,15 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
     obs.pattern_text, obs.patterns = _extension('patterns', 'pattern_block')(self, scope, pattern_text)
     in_window = set(window_episode_ids(scope, window_turn_numbers(msgs, s.stm_turns), s))
     core_ids = {it.id for it in obs.core}
-    obs.candidates = self.gather(scope, obs.query, obs.terms, extra=len(in_window) + len(core_ids)) if obs.query.strip() else []
+    qv = query_embedding if query_embedding is not None else self.query_vector(obs.query)
+    obs.candidates = self.gather(scope, obs.query, obs.terms, extra=len(in_window) + len(core_ids), query_embedding=qv) if obs.query.strip() else []
     for c in obs.candidates:
         if c.id in in_window: obs.excluded[c.id] = 'in the window (S-3.3)'
         elif c.id in core_ids: obs.excluded[c.id] = 'in the core facts block'
-    obs.recall = rank(obs.candidates, now, s, k=s.recall_k if k is None else k, exclude_ids=in_window | core_ids)
+    # S-8: with source recall (default), extracted facts bring their source turns and all are ranked by relevance;
+    # without it, the composite score of 13_scoring. Source turns are not query hits: they are not touched (S-6.6).
+    obs.recall = _extension('rerank', 'recall_with_sources')(self, scope, obs.candidates, now=now, query_embedding=qv, terms=obs.terms,
+                                                           k=s.recall_k if k is None else k, exclude_ids=in_window | core_ids)
     if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)
     return obs
 

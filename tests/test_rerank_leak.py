@@ -1,0 +1,252 @@
+"""S-8 x S-1.6: source recall never returns an episode outside the reader's read policy.
+
+Extracted facts are semantic (every agent of the user reads them), but their `from_episode` may point to
+(a) a turn of an agent the reader may not read (KAREN's conversation, read by JARVIS),
+(b) an id that exists only in ANOTHER user's collection (ids are per-user collections),
+(c) a thought log (readable, but never recall material, S-6.5),
+(d) a deleted turn.
+For every reader and query, every item returned by `source_candidates`, by `MemoryService.recall_with_sources`
+on `gather` output, and by `observe`, must satisfy the pure-model oracle:
+    item.user_id == reader.user_id  and  team.policy(reader.agent_id).may_read(item)  and  item.source != 'thought'.
+`test_oracle_catches_a_leak` proves the check can fail: with the fetch deliberately bypassing the policy
+(the writing agent's scope, another user's scope, no thought filter) the oracle reports the leak."""
+from __future__ import annotations
+import functools, itertools, uuid
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+import jarvis_memory.rerank as rr
+from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team
+from jarvis_memory.settings import Settings
+from jarvis_memory.embeddings import HashingEmbedder
+from jarvis_memory.store import ChromaStore
+from jarvis_memory.service import MemoryService
+from jarvis_memory.language import query_terms
+
+T0 = 1_760_000_000.0
+DAY = 86400.0
+EMB = HashingEmbedder()
+
+
+def oracle_violations(items, reader: MemoryScope, team: Team) -> list[str]:
+    "Items the reader must never get from source recall, with why (empty list = no leak)."
+    pol, bad = team.policy(reader.agent_id), []
+    for it in items:
+        if it.user_id != reader.user_id: bad.append(f"{it.id}: another user's item ({it.user_id})")
+        elif not pol.may_read(it): bad.append(f"{it.id}: {it.layer} item of {it.agent_id!r}, not readable by {reader.agent_id!r}")
+        elif it.source == 'thought': bad.append(f"{it.id}: a thought log")
+    return bad
+
+
+def recall_outputs(svc: MemoryService, reader: MemoryScope, query: str, *, with_observe: bool = True):
+    "Everything source recall hands back for one query: the added candidates, the block, and observe's block."
+    terms = query_terms(query)
+    qv = svc.store.embedder.embed_one(query, query=True)
+    cands = svc.gather(reader, query, terms)
+    src = rr.source_candidates(svc.store, reader, cands, query_embedding=qv, terms=terms)
+    block = svc.recall_with_sources(reader, cands, now=T0, query_embedding=qv, terms=terms, k=5)
+    obs = svc.observe(reader, [{'role': 'user', 'content': query}], now=T0).recall if with_observe else []
+    return cands, [c.item for c in src], [s.item for s in block], [s.item for s in obs]
+
+
+# ------------------------------------------------------------------------------------------------- fixed scenario
+TEAM = Team(policies=[ReadPolicy('karen', edm=('self',))])          # main: no policy -> default [self]
+READERS = [MemoryScope('alice', 'main', 'r1'), MemoryScope('alice', 'karen', 'r2'), MemoryScope('bob', 'main', 'r3'),
+           MemoryScope('bob', 'karen', 'r4')]
+QUERIES = ['전세 예산 얼마였지?', '땅콩 알레르기 있었나?', 'What was my budget for the flat?', '운동 계획 알려줘',
+           'peanuts hives allergy', '전세 2억 역세권']
+
+
+@pytest.fixture(scope='module')
+def world(tmp_path_factory):
+    s = Settings(path=str(tmp_path_factory.mktemp('leak') / 'chroma'), embedding_provider='hashing')
+    svc = MemoryService(ChromaStore(s, embedder=EMB, team=TEAM), s, clock=lambda: T0)
+    A, AK, B = MemoryScope('alice', 'main', 'a1'), MemoryScope('alice', 'karen', 'k1'), MemoryScope('bob', 'main', 'b1')
+    w = {}
+    # (a) KAREN's turn: readable by alice/karen only
+    w['karen_turn'] = svc.record_turn(AK, [{'role': 'user', 'content': '전세 2억 이하로 역세권 집 찾아줘, budget for the flat'},
+                                           {'role': 'assistant', 'content': '역세권 전세 매물을 찾아볼게요.'}], at=T0 - 10 * DAY)[0]
+    # a main turn: readable by alice/main only
+    w['main_turn'] = svc.record_turn(A, [{'role': 'user', 'content': "나 땅콩 먹으면 두드러기 나, peanuts give me hives"},
+                                         {'role': 'assistant', 'content': '땅콩은 빼고 추천할게요.'}], at=T0 - 20 * DAY)[0]
+    # (b) an id that exists only in bob's collection
+    w['bob_turn'] = svc.write(B, 'turn', 'U: 운동 계획 세워줘, 전세 예산도\nA: 주 3회 달리기부터 해요.', id='only-in-bob', at=T0 - 5 * DAY)
+    # (c) a thought log of alice/main (readable by main, never recall material)
+    w['thought'] = svc.write_thought(A, '사용자가 운동 계획과 전세 예산을 걱정한다', at=T0 - 3 * DAY)
+    # (d) a deleted turn
+    gone = svc.record_turn(MemoryScope('alice', 'main', 'a2'), [{'role': 'user', 'content': '운동 계획 다시 짜줘'}, {'role': 'assistant', 'content': '네.'}],
+                           at=T0 - 4 * DAY)[0]
+    # the facts (semantic: every agent of the user reads them)
+    w['f_karen'] = svc.write_fact(AK, 'extracted', '주거 예산: 전세 2억', importance=0.8, metadata={'from_episode': w['karen_turn'].id}, at=T0 - 9 * DAY)
+    w['f_main'] = svc.write_fact(A, 'extracted', '알레르기: 땅콩', importance=0.9, metadata={'from_episode': w['main_turn'].id}, at=T0 - 19 * DAY)
+    w['f_bob_id'] = svc.write_fact(A, 'extracted', '목표: 운동 계획', importance=0.7, metadata={'from_episode': 'only-in-bob'}, at=T0 - 4 * DAY)
+    w['f_thought'] = svc.write_fact(A, 'extracted', '걱정: 전세 예산', importance=0.7, metadata={'from_episode': w['thought'].id}, at=T0 - 2 * DAY)
+    w['f_gone'] = svc.write_fact(A, 'extracted', '습관: 운동 계획 세우기', importance=0.6, metadata={'from_episode': gone.id}, at=T0 - 3 * DAY)
+    assert gone.id != w['main_turn'].id and svc.store.delete(A, [gone.id]) == 1
+    # bob's own fact points to an id that exists only in ALICE's collection
+    w['f_bob'] = svc.write_fact(B, 'extracted', '주거 예산: 월세 80', importance=0.8, metadata={'from_episode': w['karen_turn'].id}, at=T0 - 2 * DAY)
+    yield svc, w
+    svc.close()
+
+
+def test_fixed_scenario_never_leaks(world):
+    svc, w = world
+    seen = {r: set() for r in READERS}
+    for reader, q in itertools.product(READERS, QUERIES):
+        cands, src, block, obs = recall_outputs(svc, reader, q)
+        for what, items in (('source_candidates', src), ('recall_with_sources', block), ('observe', obs)):
+            bad = oracle_violations(items, reader, TEAM)
+            assert not bad, (reader, q, what, bad)
+        seen[reader] |= {it.id for it in src + block}
+    am, ak, bm, bk = READERS
+    # not vacuous: the facts pointing outside the policy were candidates, and legitimate sources do come back
+    assert w['karen_turn'].id in seen[ak]                    # KAREN gets her own turn as a source
+    assert w['main_turn'].id in seen[am]                     # JARVIS gets his
+    assert w['karen_turn'].id not in seen[am] | seen[bm] | seen[bk]
+    assert w['main_turn'].id not in seen[ak]
+    assert w['thought'].id not in set().union(*seen.values())
+    assert 'only-in-bob' not in seen[am] | seen[ak]          # alice's fact -> bob's id: not found in alice's collection
+    cands = {c.id for q in QUERIES for c in svc.gather(am, q, query_terms(q))}
+    assert {w['f_karen'].id, w['f_bob_id'].id, w['f_thought'].id, w['f_gone'].id} <= cands
+
+
+# ------------------------------------------------------------------------------------------------- the oracle can fail
+def _leaky_writer_scope(store, scope, ids, include_embeddings):
+    "BUG ON PURPOSE: fetch with the scope of every writing agent of the user, not the reader's."
+    found = {}
+    for agent in ('main', 'karen'):
+        for it in store.get(MemoryScope(scope.user_id, agent), ids, include_embeddings=include_embeddings):
+            found.setdefault(it.id, it)
+    return list(found.values())
+
+
+def _leaky_any_user(store, scope, ids, include_embeddings):
+    "BUG ON PURPOSE: look the ids up in every user's collection."
+    found = {}
+    for user in ('alice', 'bob'):
+        for it in store.get(MemoryScope(user, scope.agent_id), ids, include_embeddings=include_embeddings):
+            found.setdefault(it.id, it)
+    return list(found.values())
+
+
+def _detected(svc, readers) -> list:
+    out = []
+    for reader, q in itertools.product(readers, QUERIES):
+        _, src, block, _ = recall_outputs(svc, reader, q, with_observe=False)
+        out += [(reader, q, 'block', b) for b in oracle_violations(block, reader, TEAM)]
+        out += [(reader, q, 'src', b) for b in oracle_violations(src, reader, TEAM)]
+    return out
+
+
+@pytest.mark.parametrize('leak', ['writer_scope', 'any_user', 'no_thought_filter'])
+def test_oracle_catches_a_leak(world, monkeypatch, leak):
+    svc, w = world
+    am, ak, bm, bk = READERS
+    with monkeypatch.context() as m:
+        if leak == 'writer_scope': m.setattr(rr, '_fetch_sources', _leaky_writer_scope)
+        elif leak == 'any_user': m.setattr(rr, '_fetch_sources', _leaky_any_user)
+        else: m.setattr(rr, 'source_candidates', functools.partial(rr.source_candidates, exclude_sources=()))
+        found = _detected(svc, READERS)
+        assert found, f"the oracle missed the {leak} leak"
+        blocks = [f for f in found if f[2] == 'block']
+        if leak == 'no_thought_filter':
+            assert not blocks, blocks        # joint_rank's own exclusion of thoughts is a second barrier (S-6.5)
+        else:
+            assert blocks, f"the {leak} leak never reached the recall block"    # end to end, not only the helper
+        want = {'writer_scope': (am, w['karen_turn'].id), 'any_user': (am, 'only-in-bob'),
+                'no_thought_filter': (am, w['thought'].id)}[leak]
+        assert any(r == want[0] and b.startswith(want[1] + ':') for r, _, _, b in found), found
+    assert _detected(svc, READERS) == []                                        # restored: no leak again
+
+
+# ------------------------------------------------------------------------------------------------- random populations
+USERS, AGENTS = ('u1', 'u2'), ('main', 'karen', 'other')
+WORDS = ('전세', '예산', '땅콩', 'budget', 'peanuts', '운동', 'plan', '서울')
+EP_SOURCES = ('turn', 'turn', 'thought', 'journal', 'task_pattern', 'delegation')
+
+
+@st.composite
+def policies(draw):
+    return [ReadPolicy(a, edm=tuple(draw(st.lists(st.sampled_from(('self',) + AGENTS), min_size=1, max_size=3, unique=True))),
+                       pdm=tuple(draw(st.lists(st.sampled_from(('self',) + AGENTS), min_size=1, max_size=2, unique=True))))
+            for a in AGENTS + ('stranger',)]
+
+
+@st.composite
+def populations(draw):
+    "Episodes of random users/agents/sources, and extracted facts pointing to any episode id (any user), or a deleted one."
+    n_ep, n_f = draw(st.integers(3, 10)), draw(st.integers(2, 10))
+    words = lambda: ' '.join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
+    eps = [dict(id=f'e{i}', u=draw(st.sampled_from(USERS)), a=draw(st.sampled_from(AGENTS)), src=draw(st.sampled_from(EP_SOURCES)),
+                text=f'U: {words()}\nA: {words()} #{i}', t=T0 - draw(st.integers(0, 300)) * DAY, deleted=draw(st.booleans()) and i % 3 == 0)
+           for i in range(n_ep)]
+    facts = [dict(id=f'f{i}', u=draw(st.sampled_from(USERS)), a=draw(st.sampled_from(AGENTS)), text=f'{words()}: {words()}',
+                  imp=draw(st.integers(5, 10)) / 10, t=T0 - draw(st.integers(0, 300)) * DAY,
+                  src=draw(st.sampled_from([e['id'] for e in eps] + ['never-existed'])))
+             for i in range(n_f)]
+    queries = draw(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(' '.join), min_size=1, max_size=2))
+    return eps, facts, queries
+
+
+@pytest.fixture(scope='module')
+def rand_path(tmp_path_factory):
+    return tmp_path_factory.mktemp('leak-rand') / 'chroma'
+
+
+def test_random_populations_never_leak(rand_path):
+    stats = Counter()
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(pop=populations(), pols=policies())
+    def run(pop, pols):
+        eps, facts, queries = pop
+        tag = uuid.uuid4().hex[:8]                       # fresh users (collections) per example
+        team = Team(policies=pols)
+        s = Settings(path=str(rand_path), embedding_provider='hashing')
+        with ChromaStore(s, embedder=EMB, team=team) as store:
+            svc = MemoryService(store, s, clock=lambda: T0)
+            items = [MemoryItem.new(MemoryScope(f'{tag}-{e["u"]}', e['a'], 's0'), e['src'], e['text'], id=e['id'], created_at=e['t'])
+                     for e in eps]
+            items += [MemoryItem.new(MemoryScope(f'{tag}-{f["u"]}', f['a'], 's0'), 'extracted', f['text'], id=f['id'],
+                                     importance=f['imp'], created_at=f['t'], metadata={'from_episode': f['src']}) for f in facts]
+            # in every example, facts that match any query (all words) and point to the dangerous targets
+            u1, u2 = (MemoryScope(f'{tag}-{u}', 'main', 's0') for u in USERS)
+            all_words = ' '.join(WORDS)
+            items += [MemoryItem.new(u1, 'thought', '무관한 생각', id='g-thought', created_at=T0 - DAY),
+                      MemoryItem.new(MemoryScope(u1.user_id, 'karen', 's0'), 'turn', 'U: 무관한 이야기\nA: 네', id='g-karen', created_at=T0 - DAY),
+                      MemoryItem.new(u2, 'turn', 'U: 다른 사용자 이야기\nA: 네', id='g-u2', created_at=T0 - DAY)]
+            items += [MemoryItem.new(u1, 'extracted', f'{i}: {all_words}', id=f'g-fact-{i}', importance=0.7, created_at=T0 - DAY,
+                                     metadata={'from_episode': i}) for i in ('g-thought', 'g-karen', 'g-u2')]
+            store.put(items)
+            for e in eps:
+                if e['deleted']: store.delete(MemoryScope(f'{tag}-{e["u"]}', e['a']), [e['id']])
+            live = {(it.user_id, it.id): it for it in items if not any(e['deleted'] and e['id'] == it.id for e in eps)}
+            for u, a in itertools.product(USERS, AGENTS + ('stranger',)):
+                reader = MemoryScope(f'{tag}-{u}', a, 'now')
+                pol = team.policy(a)
+                for q in queries:
+                    cands, src, block, obs = recall_outputs(svc, reader, q)
+                    for what, got in (('source_candidates', src), ('recall_with_sources', block), ('observe', obs)):
+                        bad = oracle_violations(got, reader, team)
+                        assert not bad, (what, reader, q, bad)
+                    stats['sources_returned'] += len(src)
+                    # classify the pointers of the candidate facts, to show the dangerous cases were exercised
+                    for c in cands:
+                        fe = c.item.metadata.get('from_episode') if c.item.source == 'extracted' else None
+                        if fe is None: continue
+                        target = live.get((reader.user_id, fe))
+                        if target is None:
+                            stats['other_user_or_deleted'] += 1
+                            assert fe not in {it.id for it in src}
+                        elif not pol.may_read(target):
+                            stats['blocked_by_policy'] += 1
+                            assert fe not in {it.id for it in src}
+                        elif target.source == 'thought':
+                            stats['thought'] += 1
+                            assert fe not in {it.id for it in src}
+    run()
+    print(dict(stats))
+    for k in ('sources_returned', 'blocked_by_policy', 'other_user_or_deleted', 'thought'):
+        assert stats[k] > 0, (k, dict(stats))
