@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip -q --disable-pip-version-check
 LLAMA_CPP := llama-cpp-python[server]==0.3.36
 
-.PHONY: install install-dev demo test docs clean
+.PHONY: install install-dev demo test docs clean explore
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -30,6 +30,14 @@ demo: install
 
 test: install-dev
 	$(PY) tools/run_tests.py
+
+# The recall explorer (nbs/40_explorer.ipynb) served by Voila on 127.0.0.1 (EXPLORE_PORT=... to change the port):
+# the demo store from data/ with the offline USE embedder; open the printed URL. Ctrl-C stops it.
+EXPLORE_PORT ?= 8866
+VOILA := voila>=0.5.13,<0.6
+explore: install
+	$(VENV)/bin/voila --version >/dev/null 2>&1 || $(PIP) install -e ".[explore]"
+	$(VENV)/bin/voila apps/explorer.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$(EXPLORE_PORT)
 
 docs: install
 	$(VENV)/bin/nbdev-export && $(PY) tools/readme.py
