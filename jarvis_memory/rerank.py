@@ -90,6 +90,17 @@ def _provenance(p) -> dict[str, tuple]:
 
 def _order(s: JointScore): return (-round(s.total, 6), -s.composite, -s.item.created_at, s.id)
 
+def _banded(scored: list, band: float) -> list:
+    "`scored` by relevance, each run of relevances within `band` of its best reordered by the composite score."
+    scored = sorted(scored, key=_order)
+    out, i = [], 0
+    while i < len(scored):
+        j = i + 1
+        while j < len(scored) and scored[i].total - scored[j].total <= band + 1e-9: j += 1
+        out += sorted(scored[i:j], key=lambda s: (-s.composite, -s.item.created_at, s.id))
+        i = j
+    return out
+
 def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: int | None = None,
                exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',),
                provenance: Mapping[str, str | Iterable[str]] | None = None, flashbulb: bool = True) -> list[Score]:
@@ -109,7 +120,7 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
         rel, src = s.components['relevance'], prov.get(c.id, ())
         scored.append(JointScore(c, s.components, {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0}, rel,
                                  s.kind, s.flashbulb, _source_reason(src) if src else None, composite=s.total, source_of=src))
-    scored.sort(key=_order)
+    scored = _banded(scored, settings.relevance_band)
     top = scored[:k]
     if flashbulb and k > 0 and len(scored) > k:
         fb_ids = {s.id for s in scored if s.flashbulb}

@@ -70,6 +70,7 @@ class Settings:
     idle_seconds: float = 180.0           # S-7.8
     # S-8 joint re-rank
     source_recall: bool = True
+    relevance_band: float = 0.02          # relevances this close rank by the composite score (22_rerank)
     # S-12 evaluation
     budget_chars: int = 5120
     # storage
@@ -140,7 +141,7 @@ def _validate(s: Settings):
                'recall_k', 'budget_chars', 'consolidate_batch', 'procedure_min_success')
     nonneg_int = ('max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries')
     unit = ('min_cosine', 'flashbulb_importance', 'flashbulb_overlap', 'used_overlap', 'default_importance',
-            'explicit_importance', 'extract_min_importance', 'interference_similarity')
+            'explicit_importance', 'extract_min_importance', 'interference_similarity', 'relevance_band')
     for k in pos_int:
         v = getattr(s, k)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise SettingsError(f"{k} must be an int >= 1, got {v!r}")
