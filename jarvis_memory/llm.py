@@ -155,6 +155,10 @@ def _check_call(messages, schema, temperature, max_tokens):
         raise LLMError(f"max_tokens must be None or an int >= 1, got {max_tokens!r}")
     return messages
 
+def _check_constrain(constrain) -> bool:
+    if not isinstance(constrain, bool): raise LLMError(f"constrain must be True or False, got {constrain!r}")
+    return constrain
+
 def _err_text(e) -> str:
     "The error's message and the server's JSON body (newer `openai` versions leave the body out of `str(e)`)."
     body = getattr(e, 'body', None)
@@ -168,7 +172,7 @@ def _schema_name(schema) -> str:
 class LLM:
     "OpenAI-compatible chat with JSON-schema answers, mapped errors and a disk cache. Configure via `Settings` or kwargs."
     def __init__(self, settings: Settings | None = None, *, base_url=None, model=None, api_key=None,
-                 timeout=None, retries=None, cache=None, client=None):
+                 timeout=None, retries=None, cache=None, client=None, constrain: bool = True):
         s = settings if settings is not None else Settings.from_env()
         pick = lambda v, d: d if v is None else v
         self.base_url = pick(base_url, s.llm_base_url).rstrip('/')
@@ -182,6 +186,7 @@ class LLM:
         self._client = client
         self.response_format_style = 'json_schema'     # switches to 'json_object' for llama-cpp-python
         self.stats = {'requests': 0, 'cache_hits': 0}
+        self.constrain = _check_constrain(constrain)
 
     @property
     def configured(self) -> bool:
@@ -197,9 +202,10 @@ class LLM:
         return self._client
 
     def chat(self, messages: list[dict], *, schema: dict | None = None, temperature: float = 0.0,
-             max_tokens: int | None = None) -> str | dict | list:
-        "The answer text, or with `schema` the parsed JSON validated against it. Cached on disk (S-12.4)."
+             max_tokens: int | None = None, constrain: bool | None = None) -> str | dict | list:
+        "The answer text, or with `schema` the parsed JSON validated against it (`constrain=False`: free decoding). Cached on disk (S-12.4)."
         messages = _check_call(messages, schema, temperature, max_tokens)
+        constrain = self.constrain if constrain is None else _check_constrain(constrain)
         if self.cache is not None:
             hit = self.cache.get(self.model, messages, schema, temperature, max_tokens)
             if hit is not None:
@@ -208,7 +214,8 @@ class LLM:
         if not self.configured:
             missing = [n for n, v in (('base_url', self.base_url or self._client), ('model', self.model)) if not v]
             raise LLMNotConfigured(f"no LLM configured (missing {', '.join(missing)}) and no cached answer: {_ENV_HELP}")
-        text = self._request(messages, schema, temperature, max_tokens)
+        text = (self._request(messages, schema, temperature, max_tokens) if constrain else    # (subclasses may override
+                self._request(messages, schema, temperature, max_tokens, constrain=False))   #  the 4-argument form)
         value = parse_answer(text, schema)            # raises LLMBadOutput: bad answers are never cached
         if self.cache is not None: self.cache.put(self.model, messages, schema, temperature, max_tokens, text)
         return value
@@ -217,17 +224,18 @@ class LLM:
         if self.response_format_style == 'json_object': return {'type': 'json_object', 'schema': schema}
         return {'type': 'json_schema', 'json_schema': {'name': _schema_name(schema), 'schema': schema, 'strict': True}}
 
-    def _request(self, messages, schema, temperature, max_tokens) -> str:
+    def _request(self, messages, schema, temperature, max_tokens, constrain: bool = True) -> str:
+        "The answer text; with `constrain`, `schema` is sent as `response_format`."
         kw = dict(model=self.model, messages=messages, temperature=temperature)
         if max_tokens is not None: kw['max_tokens'] = max_tokens
         for attempt in range(2):
-            if schema is not None: kw['response_format'] = self._response_format(schema)
+            if schema is not None and constrain: kw['response_format'] = self._response_format(schema)
             try:
                 self.stats['requests'] += 1
                 r = self._openai().chat.completions.create(**kw)
                 break
             except openai.APIStatusError as e:
-                if (schema is not None and attempt == 0 and self.response_format_style == 'json_schema'
+                if (schema is not None and constrain and attempt == 0 and self.response_format_style == 'json_schema'
                         and e.status_code in (400, 422, 500) and 'response_format' in _err_text(e)):
                     self.response_format_style = 'json_object'   # llama-cpp-python: retry with its form
                     continue
@@ -268,10 +276,12 @@ class FakeLLM:
     def __repr__(self): return f'FakeLLM({len(self.calls)} calls)'
 
     def chat(self, messages: list[dict], *, schema: dict | None = None, temperature: float = 0.0,
-             max_tokens: int | None = None) -> str | dict | list:
-        "Like `LLM.chat`, answered by the script."
+             max_tokens: int | None = None, constrain: bool | None = None) -> str | dict | list:
+        "Like `LLM.chat`, answered by the script (`constrain` is recorded; the answer is validated either way)."
         messages = _check_call(messages, schema, temperature, max_tokens)
-        self.calls.append({'messages': copy.deepcopy(messages), 'schema': schema, 'temperature': temperature, 'max_tokens': max_tokens})
+        if constrain is not None: _check_constrain(constrain)
+        self.calls.append({'messages': copy.deepcopy(messages), 'schema': schema, 'temperature': temperature, 'max_tokens': max_tokens,
+                           'constrain': constrain})
         if callable(self.script): entry = self.script(messages, schema)
         elif len(self.calls) > len(self.script):
             raise LLMError(f"FakeLLM script has {len(self.script)} answers but call {len(self.calls)} was made")
