@@ -281,7 +281,7 @@ def run_size(n, all_items, vecs, emb, settings, team, args, tmp):
     # the recall queries, as observe builds them (S-5.1, S-5.2); their embedding is timed separately
     qtexts = [recall_query(h[-1]['content'], _previous_exchange(h, skip_last=True), query_chars=settings.query_chars,
                            min_chars=settings.deixis_min_chars) for h in hs]
-    for q in qtexts[:5]: emb.embed_one(q, query=True)       # warm
+    for q in qtexts: emb.embed_one(q, query=True)           # warm (USE pages its tables in on first use)
     qemb_t, qv = [], {}
     for q in qtexts:
         dt, qv[q] = timed(lambda: emb.embed_one(q, query=True)); qemb_t.append(dt)
@@ -314,6 +314,10 @@ def run_size(n, all_items, vecs, emb, settings, team, args, tmp):
 
     # record_turn: new turns of a live session (the turn is embedded with USE inside)
     rt_t, rt_emb = [], []
+    for i in range(30):                                      # warm the embedder on these texts' shapes (USE is slow
+        u, a, tools = random.Random(i).choice(TURNS_KO + TURNS_EN)   # on the first text of each length)
+        v = slots(random.Random(i))
+        emb.embed([f"U: {u.format(**v)}\nA: {a.format(**v)}"])
     h = []
     for i in range(30):
         u, a, tools = random.Random(i).choice(TURNS_KO + TURNS_EN)

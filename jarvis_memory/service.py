@@ -245,16 +245,13 @@ def gather(self: MemoryService, scope: MemoryScope, query: str, terms: list[str]
     if qv is not None:
         vec = self.store.search(scope, embedding=qv, k=n, min_cosine=self.settings.min_cosine, filter=_RECALL_FILTER)
     cos = {it.id: c for it, c in vec}
-    missing = [it.id for it in kw if it.id not in cos]
-    if qv is not None and missing:
-        for it in self.store.get(scope, missing, include_embeddings=True):
-            if it.embedding is not None and it.metadata.get('has_vector', True) is not False:
-                cos[it.id] = float(np.dot(np.asarray(it.embedding, dtype=np.float32), qv))
     hits = {it.id: it for it in kw}
     hits.update((it.id, it) for it, _ in vec)
-    cand = lambda it: Candidate(it, None if it.id not in cos else max(-1.0, min(1.0, cos[it.id])), term_share(terms, it.content))
     by_new = sorted(hits.values(), key=lambda it: (-it.created_at, it.id))[:n]
     by_imp = sorted(hits.values(), key=lambda it: (-it.importance, -it.created_at, it.id))[:n]
+    missing = list(dict.fromkeys(it.id for it in (*by_new, *by_imp, *kw[:n]) if it.id not in cos))   # candidates only
+    if qv is not None and missing: cos.update(self.store.cosines(scope, missing, qv))
+    cand = lambda it: Candidate(it, None if it.id not in cos else max(-1.0, min(1.0, cos[it.id])), term_share(terms, it.content))
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]]})
 

@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/store.html.md"""
 
 # %% ../nbs/03_store.ipynb #375025dd
 from __future__ import annotations
-import copy, functools, hashlib, logging, math, os, socket, threading, time, weakref
+import bisect, copy, functools, hashlib, heapq, logging, math, os, socket, threading, time, weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
@@ -66,14 +66,19 @@ def _row_meta(item: MemoryItem, has_vector: bool) -> dict:
     for k, v in item.metadata.items(): m[_MP + k] = list(v) if isinstance(v, tuple) else v
     return m
 
-def _row_item(id: str, doc: str, meta: dict, embedding=None) -> MemoryItem:
-    "The `MemoryItem` stored in a Chroma row (the inverse of `_row_meta`)."
-    md = {k[len(_MP):]: v for k, v in meta.items() if k.startswith(_MP)}
+def _row_item(id: str, doc: str, meta: dict, embedding=None, trusted: bool = False) -> MemoryItem:
+    "The `MemoryItem` stored in a Chroma row (the inverse of `_row_meta`); `trusted`: known valid, skip re-validation."
+    md = {k[2:]: v for k, v in meta.items() if k[:2] == _MP}
+    for k, v in md.items():
+        if type(v) is tuple or type(v) is list: md[k] = list(v)        # a fresh list: never the row's own
     emb = np.asarray(embedding, dtype=np.float32) if embedding is not None and meta.get('has_vector') else None
-    return MemoryItem(id=id, user_id=meta['user_id'], agent_id=meta['agent_id'], source=meta['source'], content=doc,
-                      session_id=meta['session_id'] or None, importance=meta['importance'],
-                      created_at=meta['created_at'], last_accessed=meta.get('last_accessed'),
-                      rehearsal=meta['rehearsal'], metadata=md, embedding=emb)
+    f = dict(id=id, user_id=meta['user_id'], agent_id=meta['agent_id'], source=meta['source'], content=doc,
+             session_id=meta['session_id'] or None, importance=meta['importance'], created_at=meta['created_at'],
+             last_accessed=meta.get('last_accessed'), rehearsal=meta['rehearsal'], metadata=md, embedding=emb)
+    if not trusted: return MemoryItem(**f)
+    it = object.__new__(MemoryItem)          # the mirror's rows were validated once; building one costs ~1 µs, not ~20
+    it.__dict__.update(f)
+    return it
 
 # %% ../nbs/03_store.ipynb #456436d9
 def _strs(v, what: str, check) -> tuple | None:
@@ -167,6 +172,65 @@ def _row_readable(scope: MemoryScope, policy: ReadPolicy, meta: dict) -> bool:
     allowed = policy.readable_agents(layer)
     return allowed is None or meta.get('agent_id') in allowed
 
+# %% ../nbs/03_store.ipynb #a0eb2a7c
+_MISSING = object()
+_NUM = (int, float)
+
+def _same(stored, v) -> bool:
+    "Chroma's `==` on metadata: str, bool and numbers are separate kinds (1 == 1.0, 1 != True); a list equals nothing."
+    if isinstance(v, bool): return isinstance(stored, bool) and stored == v
+    if isinstance(v, str): return isinstance(stored, str) and stored == v
+    return isinstance(stored, _NUM) and not isinstance(stored, bool) and stored == v
+
+def _hkey(v):
+    "A system field as part of a group key; anything but a str or bool becomes a tuple, which equals no str or bool."
+    return v if isinstance(v, (str, bool)) else ('!', repr(v))
+
+def _gkey(meta: dict) -> tuple:
+    "The group of a row: `(layer, agent_id, source, active)`, what the policy part of the clause looks at."
+    return (_hkey(meta.get('layer')), _hkey(meta.get('agent_id')), _hkey(meta.get('source')), _hkey(meta.get('active')))
+
+class _Pred:
+    "The clause of `_policy_where(scope, policy, flt, has_vector)`, evaluated in Python on a row's metadata."
+    def __init__(self, scope: MemoryScope, policy: ReadPolicy, flt: Filter, has_vector: bool | None = None):
+        self.agents = {}                                   # layer -> None (every agent) or the readable agent ids
+        for layer in flt.layer_set():
+            allowed = policy.readable_agents(layer)
+            if flt.agent_ids is not None:
+                allowed = set(flt.agent_ids) if allowed is None else allowed & set(flt.agent_ids)
+            if allowed is None or allowed: self.agents[layer] = None if allowed is None else frozenset(allowed)
+        self.user, self.session, self.since, self.until = scope.user_id, flt.session_id, flt.since, flt.until
+        self.sources = None if flt.sources is None else frozenset(flt.sources)
+        self.exclude = frozenset(flt.exclude_sources or ())
+        self.meta = tuple((_MP + k, v) for k, v in (flt.metadata or {}).items())
+        self.active = not flt.include_superseded
+        self.hv = flt.has_vector if has_vector is None else has_vector
+        self.empty = not self.agents or (self.sources is not None and not self.sources)   # `_policy_where` is None
+
+    def group(self, key: tuple) -> bool:
+        "Does a row of group `key` pass the policy, layer, source and superseded conditions?"
+        layer, agent, source, active = key
+        if self.empty or not isinstance(layer, str) or layer not in self.agents: return False
+        ok = self.agents[layer]
+        if ok is not None and agent not in ok: return False
+        if (self.sources is not None and source not in self.sources) or source in self.exclude: return False
+        return active is True or not self.active
+
+    def rest(self, m: dict) -> bool:
+        "The other conditions: user, session, time range, item metadata, has_vector."
+        if m.get('user_id') != self.user: return False
+        if self.session is not None and m.get('session_id') != self.session: return False
+        if self.since is not None or self.until is not None:
+            t = m.get('created_at')
+            if not isinstance(t, _NUM) or isinstance(t, bool): return False
+            if (self.since is not None and not t >= self.since) or (self.until is not None and not t <= self.until): return False
+        for k, v in self.meta:
+            s = m.get(k, _MISSING)
+            if not (any(_same(s, x) for x in v) if isinstance(v, list) else _same(s, v)): return False
+        return self.hv is None or _same(m.get('has_vector'), self.hv)
+
+    def __call__(self, m) -> bool: return isinstance(m, dict) and self.group(_gkey(m)) and self.rest(m)
+
 # %% ../nbs/03_store.ipynb #5279aed4
 @register_embedding_function
 class JarvisEmbeddingFunction(EmbeddingFunction):
@@ -202,6 +266,7 @@ class _Shared:
         self.refs, self.generation = 0, 0
         self.write = threading.RLock()
         self.sort_keys: dict = {}          # collection id -> {item id: (created_at, importance, fetched_at)}
+        self.mirrors: dict = {}            # collection id -> _Mirror (embedded mode)
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -268,6 +333,8 @@ def _guarded(f):
 def _chroma_settings(): return chromadb.config.Settings(anonymized_telemetry=False)
 
 def _close_client(client, shared):
+    try: _flush_all(client, shared)               # deferred `touch`es (see the mirror); defined below
+    except Exception as e: _log.warning("could not write deferred last_accessed updates at close: %s", e)
     try: client.close()
     except Exception: pass
     _release(shared)
@@ -287,7 +354,7 @@ class _Col:
 class ChromaStore:
     "Long-term memory in Chroma, one collection per user, every read filtered by the reader's policy (S-1.6)."
     def __init__(self, settings: Settings | None = None, embedder=_DEFAULT, team: Team | None = None, *,
-                 path=None, server_url: str | None = None):
+                 path=None, server_url: str | None = None, mirror: bool | None = None):
         self._closed = True
         settings = Settings.from_env() if settings is None else settings
         if not isinstance(settings, Settings): raise StoreError(f"settings must be a Settings, got {type(settings).__name__}")
@@ -304,6 +371,9 @@ class ChromaStore:
         if not isinstance(self.team, Team): raise StoreError(f"team must be a Team, got {type(self.team).__name__}")
         self._ident_cache, self._cols = None, {}
         url = server_url if server_url is not None else (None if path is not None else (settings.server_url or None))
+        if mirror is not None and not isinstance(mirror, bool): raise StoreError(f"mirror must be True, False or None, got {mirror!r}")
+        if mirror and url is not None: raise StoreError(f"mirror=True needs an embedded store; at {url} other clients may write")
+        self._use_mirror, self._fast_search, self.fallbacks = url is None if mirror is None else mirror, True, 0
         if url is not None: self._open_server(url)
         else: self._open_embedded(Path(path if path is not None else settings.path).expanduser())
         self._closed = False
@@ -407,6 +477,334 @@ def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
     if self.path is not None: self._cols[user_id] = (c, self._shared.generation)
     return c
 
+# %% ../nbs/03_store.ipynb #d7f68ae4
+_SEG_ROWS = 1 << 15                # rows per keyword-index segment at most (row offsets fit in 16 bits)
+_DELTA_ROWS = 256                  # newest rows scanned directly until they get an index segment
+_FLUSH_S, _FLUSH_N = 30.0, 20_000  # deferred last_accessed values are written after this long / this many
+_SMALL = 2048                      # rows of small groups, searched exactly with cached vectors (see `search`)
+_CHAR_ROWS = 20_000                # a one-character term with more postings than this: walk rows newest first
+
+def _num(v) -> float: return float(v) if isinstance(v, _NUM) and not isinstance(v, bool) else -math.inf
+
+def _uniq(a: np.ndarray) -> np.ndarray:
+    "Sorted unique values (np.unique is much slower on large integer arrays in numpy 2.4)."
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
+
+def _bigrams(t: str) -> set:
+    cp = [ord(c) for c in t]
+    return {(a << 21) | b for a, b in zip(cp, cp[1:])}
+
+def _segment(docs: list, lo: int) -> tuple:
+    "Keyword index of rows `lo`, `lo+1`, ... (documents, None for gone rows): (lo, hi, bigram codes, offsets, rows)."
+    docs = [d or '' for d in docs]
+    lens = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    cp = np.frombuffer(''.join(docs).encode('utf-32-le', 'surrogatepass'), dtype=np.uint32).astype(np.uint64)
+    row = np.repeat(np.arange(len(docs), dtype=np.uint64), lens)
+    keys = ((cp[:-1] << np.uint64(21) | cp[1:]) << np.uint64(16) | row[:-1])[row[:-1] == row[1:]]
+    keys = _uniq(keys)                                              # (bigram, row) pairs, sorted, once each
+    codes, rows = keys >> np.uint64(16), (keys & np.uint64(0xFFFF)).astype(np.int32) + np.int32(lo)
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if codes.size else np.zeros(0, np.int64)
+    return lo, lo + len(docs), codes[starts], np.r_[starts, codes.size], rows
+
+def _char_rows(seg: tuple, cp: int, budget: int):
+    "Rows of `seg` holding character `cp` in any bigram; None if more than `budget` postings (a common character)."
+    lo, hi, uc, off, rows = seg
+    idx = np.flatnonzero(((uc >> np.uint64(21)) == cp) | ((uc & np.uint64(0x1FFFFF)) == cp))
+    if not idx.size: return np.zeros(0, np.int64)
+    if int((off[idx + 1] - off[idx]).sum()) > budget: return None
+    return _uniq(np.concatenate([rows[off[j]:off[j + 1]] for j in idx.tolist()]))
+
+def _seg_rows(seg: tuple, codes: list):
+    "Rows of `seg` holding every bigram in `codes` (None if none)."
+    lo, hi, uc, off, rows = seg
+    parts = []
+    for code in codes:
+        j = int(np.searchsorted(uc, code))
+        if j >= uc.size or int(uc[j]) != code: return None
+        parts.append(rows[off[j]:off[j + 1]])
+    parts.sort(key=len)
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = np.intersect1d(acc, p, assume_unique=True)
+        if not acc.size: return None
+    return acc
+
+class _Group:
+    "Sort keys of one group's rows, kept sorted: `(created_at, id)` and `(importance, created_at, id)`."
+    __slots__ = ('by_time', 'by_imp')
+    def __init__(self): self.by_time, self.by_imp = [], []
+
+class _Mirror:
+    "Every row of one user's collection, kept in this process and in step with every write (embedded mode)."
+    def __init__(self, key: str, name: str):
+        self.key, self.name, self.lock = key, name, threading.RLock()
+        self.rn: dict = {}                                  # id -> row number
+        self.ids, self.docs, self.metas = [], [], []        # by row number; None once the row is gone
+        self.valid = bytearray()                            # 1: the row is known to make a valid MemoryItem
+        self.groups: dict = {}                              # group key -> _Group
+        self.codes: dict = {}                               # group key -> small int, as in `gcode`
+        self.gcode, self.ctime = np.full(64, -1, np.int32), np.zeros(64)   # by row number (-1: gone)
+        self.segments, self.indexed = [], 0                 # keyword index of the rows below `indexed`
+        self.pending, self.pending_at = {}, None            # id -> last_accessed not yet written to Chroma
+        self.version = 0                                    # bumped when a text or vector may have changed
+        self.near = None                                    # (query bytes, version, {id: cosine}) of the last search
+        self.vec: dict = {}                                 # row number -> unit vector (rows of small groups)
+        self.gmat: dict = {}                                # group key -> (row numbers, their unit vectors)
+        self.short: set = set()                             # rows whose document has one character (no bigram)
+        self._strs: dict = {}
+
+    @classmethod
+    def load(cls, key: str, col) -> _Mirror:
+        m = cls(key, col.name)
+        for ch in _chunks(col.get(include=[])['ids'], _CHUNK):
+            r = col.get(ids=ch, include=['documents', 'metadatas'])
+            for i, d, md in zip(r['ids'], r['documents'], r['metadatas']): m._row(i, d, md or {}, False)
+        m._index()
+        return m
+
+    def __len__(self): return len(self.rn)
+
+    # ---- keeping in step with writes (callers hold `lock`)
+    def _freeze(self, meta: dict) -> dict:
+        s, out = self._strs, {}
+        for k, v in meta.items():
+            if v is None: continue                          # Chroma: a key set to None is deleted
+            if isinstance(v, list): v = tuple(v)
+            elif isinstance(v, str) and len(v) <= 64: v = s.setdefault(v, v)
+            out[s.setdefault(k, k)] = v
+        return out
+
+    def _row(self, id, doc, meta, valid):
+        meta, rn = self._freeze(meta), self.rn.get(id)
+        if rn is not None and self.docs[rn] != doc: self._kill(rn); rn = None
+        if rn is not None: self.vec.pop(rn, None)            # a rewrite may bring another vector
+        if rn is None:
+            rn = self.rn[id] = len(self.ids)
+            self.ids.append(id); self.docs.append(doc); self.metas.append(meta); self.valid.append(valid)
+            if len(doc) < 2: self.short.add(rn)
+            if rn >= self.gcode.size:
+                self.gcode = np.r_[self.gcode, np.full(self.gcode.size, -1, np.int32)]
+                self.ctime = np.r_[self.ctime, np.zeros(self.ctime.size)]
+        else:
+            self._ungroup(rn); self.metas[rn], self.valid[rn] = meta, valid
+        self._group(rn)
+
+    def _group(self, rn):
+        m, id = self.metas[rn], self.ids[rn]
+        key = _gkey(m)
+        if key not in self.groups: self.groups[key], self.codes[key] = _Group(), len(self.codes)
+        g, t = self.groups[key], _num(m.get('created_at'))
+        bisect.insort(g.by_time, (t, id)); bisect.insort(g.by_imp, (_num(m.get('importance')), t, id))
+        self.gcode[rn], self.ctime[rn] = self.codes[key], t
+        self.gmat.pop(key, None)
+
+    def _ungroup(self, rn):
+        m, id = self.metas[rn], self.ids[rn]
+        key = _gkey(m)
+        g, t = self.groups[key], _num(m.get('created_at'))
+        del g.by_time[bisect.bisect_left(g.by_time, (t, id))]
+        del g.by_imp[bisect.bisect_left(g.by_imp, (_num(m.get('importance')), t, id))]
+        self.gcode[rn] = -1
+        self.gmat.pop(key, None)
+
+    def _kill(self, rn):
+        self._ungroup(rn)
+        self.vec.pop(rn, None); self.short.discard(rn)
+        del self.rn[self.ids[rn]]
+        self.ids[rn] = self.docs[rn] = self.metas[rn] = None
+
+    def _index(self):
+        "Give the newest rows an index segment once there are enough of them; merge small segments."
+        while len(self.ids) - self.indexed >= _DELTA_ROWS:
+            hi = min(len(self.ids), self.indexed + _SEG_ROWS)
+            self.segments.append(_segment(self.docs[self.indexed:hi], self.indexed))
+            self.indexed = hi
+            while len(self.segments) >= 2:
+                (alo, ahi, *_), (blo, bhi, *_) = self.segments[-2:]
+                if 2 * (bhi - blo) < ahi - alo or bhi - alo > _SEG_ROWS: break
+                self.segments[-2:] = [_segment(self.docs[alo:bhi], alo)]   # gone rows leave the index here
+
+    def write(self, rows: list):
+        "Rows `(id, document, metadata)` written whole by `put` (validated items)."
+        for i, d, md in rows:
+            self._row(i, d, md, True)
+            self.pending.pop(i, None)                       # the row was replaced: its old last_accessed is gone
+        self.version += 1
+        self._index()
+
+    def patch(self, metas: dict):
+        "Metadata updates `{id: {key: value or None}}`, merged like Chroma's `update`."
+        for i, p in metas.items():
+            rn = self.rn.get(i)
+            if rn is None: continue
+            new = self._freeze({**self.metas[rn], **p})
+            old = self.metas[rn]
+            if _gkey(new) != _gkey(old) or new.get('created_at') != old.get('created_at') or new.get('importance') != old.get('importance'):
+                self._ungroup(rn); self.metas[rn] = new; self._group(rn)
+            else: self.metas[rn] = new
+            if 'has_vector' in p:                           # reembed: a new vector
+                self.version += 1
+                if self.vec.pop(rn, None) is not None: self.gmat.pop(_gkey(new), None)
+
+    def drop(self, ids):
+        for i in ids:
+            rn = self.rn.get(i)
+            if rn is not None: self._kill(rn)
+            self.pending.pop(i, None)
+        self.version += 1
+
+    def touch(self, ids, when: float):
+        key = self._strs.setdefault('last_accessed', 'last_accessed')
+        for i in ids:                                       # no group or sort key changes: replace the dict only
+            rn = self.rn.get(i)
+            if rn is not None: self.metas[rn] = {**self.metas[rn], key: when}
+        self.pending.update((i, when) for i in ids)
+        if self.pending_at is None: self.pending_at = time.monotonic()
+
+    def flush_due(self) -> bool:
+        return bool(self.pending) and (len(self.pending) >= _FLUSH_N or time.monotonic() - self.pending_at >= _FLUSH_S)
+
+    def flush(self, col) -> int:
+        "Write the pending last_accessed values to Chroma (one update per 1,000 ids)."
+        ids = list(self.pending)
+        for ch in _chunks(ids, _CHUNK): col.update(ids=ch, metadatas=[{'last_accessed': self.pending[i]} for i in ch])
+        self.pending.clear(); self.pending_at = None
+        return len(ids)
+
+    # ---- reads (callers hold `lock`); `ok(rn)` is the rest of the predicate, checked row by row
+    def item(self, rn: int) -> MemoryItem:
+        it = _row_item(self.ids[rn], self.docs[rn], self.metas[rn], trusted=bool(self.valid[rn]))
+        self.valid[rn] = 1
+        return it
+
+    def passing(self, rns: list, pred: _Pred, ok, limit=None, codes=None) -> list:
+        "The row numbers among `rns` (None: no row) whose group `pred` allows (or in `codes`) and that pass `ok`, in order, at most `limit`."
+        allowed = codes if codes is not None else [c for key, c in self.codes.items() if pred.group(key)]
+        rns = [rn for rn in rns if rn is not None]
+        if not allowed or not rns: return []
+        out = []
+        for rn, yes in zip(rns, np.isin(self.gcode[np.asarray(rns)], allowed).tolist()):
+            if limit is not None and len(out) >= limit: break
+            if yes and ok(rn): out.append(rn)
+        return out
+
+    def split(self, pred: _Pred) -> tuple:
+        "The non-empty groups `pred` allows: (small ones, together at most `_SMALL` rows; the others)."
+        gs = sorted((len(g.by_time), key) for key, g in self.groups.items() if g.by_time and pred.group(key))
+        small, total = [], 0
+        for n, key in gs:
+            if total + n > _SMALL: break
+            small.append(key); total += n
+        return small, [key for _, key in gs[len(small):]]
+
+    def exact(self, keys: list, q: np.ndarray, col):
+        "(row number, cosine) of every row of the groups `keys`, best first; vectors fetched from Chroma once, then kept."
+        mats = []
+        for key in keys:
+            gm = self.gmat.get(key)
+            if gm is None:
+                rns = [self.rn[i] for _, i in self.groups[key].by_time]
+                for ch in _chunks([rn for rn in rns if rn not in self.vec], _CHUNK):
+                    r = col.get(ids=[self.ids[rn] for rn in ch], include=['embeddings'])
+                    for i, e in zip(r['ids'], r['embeddings']):
+                        v = np.asarray(e, dtype=np.float32)
+                        self.vec[self.rn[i]] = v / max(float(np.linalg.norm(v)), 1e-30)
+                gm = self.gmat[key] = (np.asarray(rns, dtype=np.int64), np.stack([self.vec[rn] for rn in rns]))
+            mats.append(gm)
+        if not mats: return iter(())
+        qn = np.asarray(q, dtype=np.float32) / float(np.linalg.norm(q))
+        rns, sims = np.concatenate([a for a, _ in mats]), np.concatenate([M @ qn for _, M in mats])
+        return ((int(rns[j]), float(sims[j])) for j in np.argsort(-sims, kind='stable'))
+
+    def select(self, pred: _Pred, ok, order_by='created_at', descending=True, limit=None) -> list:
+        "Row numbers of the groups `pred` allows that pass `ok`, in `order_by` order, at most `limit`."
+        groups = [g for key, g in self.groups.items() if pred.group(key)]
+        if order_by is None: seq = (k for g in groups for k in g.by_time)
+        else:
+            lists = [g.by_time if order_by == 'created_at' else g.by_imp for g in groups]
+            seq = heapq.merge(*map(reversed, lists), reverse=True) if descending else heapq.merge(*lists)
+        out = []
+        for key in seq:
+            if limit is not None and len(out) >= limit: break
+            rn = self.rn[key[-1]]
+            if ok(rn): out.append(rn)
+        return out
+
+    def keyword(self, pred: _Pred, terms: list, ok, limit=None) -> list:
+        "Row numbers of allowed rows containing any of `terms` that pass `ok`, newest first, at most `limit`."
+        allowed = [c for key, c in self.codes.items() if pred.group(key)]
+        if not allowed or limit == 0: return []
+        n, parts = len(self.ids), []
+        for t in terms:
+            for seg in self.segments:
+                r = _seg_rows(seg, sorted(_bigrams(t))) if len(t) > 1 else _char_rows(seg, ord(t), _CHAR_ROWS)
+                if r is None and len(t) == 1: parts = None; break    # a common character: walk all rows instead
+                if r is not None: parts.append(r)
+            if parts is None: break
+        if parts is None: cand = np.arange(n)
+        else:
+            parts.append(np.fromiter((rn for rn in range(self.indexed, n) if self.docs[rn] is not None
+                                      and any(t in self.docs[rn] for t in terms)), dtype=np.int64))
+            parts.append(np.fromiter(self.short, dtype=np.int64))   # one-character documents have no bigram
+            cand = _uniq(np.concatenate(parts))
+        cand = cand[np.isin(self.gcode[cand], allowed)]
+        return self._newest(cand, lambda rn: any(t in self.docs[rn] for t in terms) and ok(rn), limit)
+
+    def _newest(self, cand: np.ndarray, ok, limit) -> list:
+        "Walk `cand` by (created_at, id) descending, in chunks (partial sorts), keeping rows that pass `ok`."
+        out, m = [], 2 * limit + 64 if limit is not None else cand.size
+        while cand.size:
+            if cand.size > m:                                 # the m newest (and any ties) first, sorted exactly
+                ct = self.ctime[cand]
+                first = ct >= np.partition(ct, cand.size - m)[cand.size - m]
+                ch, cand = cand[first], cand[~first]
+            else: ch, cand = cand, cand[:0]
+            for _, _, rn in sorted(((self.ctime[rn], self.ids[rn], rn) for rn in ch.tolist()), reverse=True):
+                if ok(rn):
+                    out.append(rn)
+                    if limit is not None and len(out) >= limit: return out
+            m *= 4
+        return out
+
+def _flush_all(client, shared: _Shared) -> int:
+    "Write every mirror's deferred last_accessed values through `client` (at close)."
+    n = 0
+    with shared.write:
+        for m in list(shared.mirrors.values()):
+            if m.pending:
+                with m.lock: n += m.flush(client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction()))
+    return n
+
+# %% ../nbs/03_store.ipynb #fa270b9b
+@patch
+def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror | None:
+    "The mirror of `c` to read from (loaded on first use) if this store reads through mirrors; for a `write`, also one another store made."
+    if c is None: return None
+    key = str(c.col.id)
+    m = self._shared.mirrors.get(key)
+    if not self._use_mirror: return m if write else None
+    if m is None:
+        with self._shared.write:
+            m = self._shared.mirrors.get(key)
+            if m is None: m = self._shared.mirrors[key] = _Mirror.load(key, c.col)
+    return m
+
+@patch
+def _forget(self: ChromaStore, col):
+    "Drop the mirror of `col` after a failed write (it is reloaded on the next read); write its pending touches first."
+    m = self._shared.mirrors.pop(str(col.id), None)
+    if m is not None and m.pending:
+        try:
+            with m.lock: m.flush(col)
+        except Exception as e: _log.warning("lost %d deferred last_accessed updates of %s: %s", len(m.pending), col.name, e)
+
+@patch
+@_guarded
+def flush(self: ChromaStore) -> int:
+    "Write deferred `touch`es (last_accessed) to Chroma now; returns how many rows were written."
+    return _flush_all(self._client, self._shared)
+
 # %% ../nbs/03_store.ipynb #0b87bbb5
 def _check_items(items) -> list[MemoryItem]:
     if isinstance(items, MemoryItem) or not isinstance(items, (list, tuple)):
@@ -449,8 +847,10 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
             else: space, embed_ok = ('none', 1), False
             vecs = [None if it.embedding is None or space[0] == 'none' else
                     _check_vec(it.embedding, space[1], f"embedding of item {it.id!r}") for it in its]
-            old = {}
-            if c is not None:
+            old, mir = {}, self._mirror(c, write=True)
+            if mir is not None:                                # the mirror knows every row: no Chroma read
+                with mir.lock: old = {it.id: mir.metas[mir.rn[it.id]] for it in its if it.id in mir.rn}
+            elif c is not None:
                 for ch in _chunks([it.id for it in its], _CHUNK):
                     r = c.col.get(ids=ch, include=['metadatas'])
                     old.update(zip(r['ids'], r['metadatas']))
@@ -489,13 +889,22 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
             writes.append((user, its, c, vecs, metas))
         bs = max(1, self._client.get_max_batch_size())
         for user, its, c, vecs, metas in writes:               # 3. write
-            col = (c or self._col(user, create=True)).col
+            c = c or self._col(user, create=True)
+            mir = self._mirror(c, write=True)
+            if mir is not None and mir.flush_due():
+                with mir.lock: mir.flush(c.col)
             for s in range(0, len(its), bs):
-                col.upsert(ids=[it.id for it in its[s:s+bs]], documents=[it.content for it in its[s:s+bs]],
-                           embeddings=np.stack(vecs[s:s+bs]), metadatas=metas[s:s+bs])
-            keys = self._shared.sort_keys.setdefault(str(col.id), {})
+                try:
+                    c.col.upsert(ids=[it.id for it in its[s:s+bs]], documents=[it.content for it in its[s:s+bs]],
+                                 embeddings=np.stack(vecs[s:s+bs]), metadatas=metas[s:s+bs])
+                except BaseException:
+                    self._forget(c.col); raise
+                if mir is not None:
+                    with mir.lock: mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
+            key = str(c.col.id)                                # sort keys for `mirror=False` readers
+            keys = self._shared.sort_keys.setdefault(key, {}) if mir is None else self._shared.sort_keys.get(key)
             now = time.monotonic()
-            for it in its: keys[it.id] = (float(it.created_at), float(it.importance), now)
+            for it in its if keys is not None else (): keys[it.id] = (float(it.created_at), float(it.importance), now)
     return [it.id for it in items]
 
 def _chunks(xs: list, n: int):
@@ -516,24 +925,31 @@ def _check_filter(flt) -> Filter:
     if not isinstance(flt, Filter): raise StoreError(f"filter must be a jarvis_memory.store.Filter, got {type(flt).__name__}: {str(flt)[:80]}")
     return flt
 
-@patch
-def _items(self: ChromaStore, scope, policy, ids, docs, metas, embs=None) -> list[MemoryItem]:
-    out = []
-    for j, (i, d, m) in enumerate(zip(ids, docs, metas)):
-        if not _row_readable(scope, policy, m):
-            _log.error("row %r of user %r is outside the rights of %r; dropped (S-1.6)", i, m.get('user_id') if isinstance(m, dict) else None, scope)
-            continue
-        out.append(_row_item(i, d, m, None if embs is None else embs[j]))
-    return out
+def _readable(scope, policy, i, m) -> bool:
+    "`_row_readable`, logging a row it drops: that only happens if the clause or the data is wrong."
+    if _row_readable(scope, policy, m): return True
+    _log.error("row %r of user %r is outside the rights of %r; dropped (S-1.6)", i, m.get('user_id') if isinstance(m, dict) else None, scope)
+    return False
 
 @patch
-def _reader(self: ChromaStore, scope, flt=None, **kw):
-    "(collection, policy, where) for a read by `scope`; collection None when nothing can match."
+def _items(self: ChromaStore, scope, policy, ids, docs, metas, embs=None, pred=None) -> list[MemoryItem]:
+    "Items of Chroma rows that pass `pred` (rows fetched without a `where`) and the pure model."
+    return [_row_item(i, d, m, None if embs is None else embs[j]) for j, (i, d, m) in enumerate(zip(ids, docs, metas))
+            if (pred is None or pred(m)) and _readable(scope, policy, i, m)]
+
+@patch
+def _access(self: ChromaStore, scope, flt=None, **kw):
+    "(collection, policy, where, pred) for a read by `scope`; collection None when nothing can match."
     scope, flt = _check_scope(scope), _check_filter(flt)
     policy = self.team.policy(scope.agent_id)
     c = self._col(scope.user_id)
     where = _policy_where(scope, policy, flt, **kw)
-    return (None if where is None else c), policy, where
+    return (None if where is None else c), policy, where, _Pred(scope, policy, flt, **kw)
+
+@patch
+def _reader(self: ChromaStore, scope, flt=None, **kw):
+    "(collection, policy, where) for a read by `scope`; collection None when nothing can match."
+    return self._access(scope, flt, **kw)[:3]
 
 # %% ../nbs/03_store.ipynb #48d2b84c
 @patch
@@ -541,13 +957,22 @@ def _reader(self: ChromaStore, scope, flt=None, **kw):
 def get(self: ChromaStore, scope: MemoryScope, ids, *, include_embeddings: bool = False) -> list[MemoryItem]:
     "Items among `ids` that `scope` may read, in the order of `ids` (missing or unreadable ones skipped)."
     ids = _check_ids(ids)
-    c, policy, where = self._reader(scope, Filter(include_superseded=True))
+    c, policy, where, pred = self._access(scope, Filter(include_superseded=True))
     if c is None or not ids: return []
+    found, m = {}, self._mirror(c)
+    if m is not None:
+        with m.lock:
+            for rn in m.passing([m.rn.get(i) for i in ids], pred, self._ok(scope, policy, pred, m)): found[m.ids[rn]] = m.item(rn)
+            want = [i for i in found if include_embeddings and m.metas[m.rn[i]].get('has_vector')]
+        for ch in _chunks(want, _CHUNK):                 # vectors only: Chroma's metadata is the costly part
+            r = c.col.get(ids=ch, include=['embeddings'])
+            for i, e in zip(r['ids'], r['embeddings']):
+                if e is not None: found[i].embedding = np.asarray(e, dtype=np.float32)
+        return [found[i] for i in ids if i in found]
     inc = ['documents', 'metadatas'] + (['embeddings'] if include_embeddings else [])
-    found = {}
     for ch in _chunks(ids, _CHUNK):
-        r = c.col.get(ids=ch, where=where, include=inc)
-        for it in self._items(scope, policy, r['ids'], r['documents'], r['metadatas'], r['embeddings'] if include_embeddings else None):
+        r = c.col.get(ids=ch, include=inc)
+        for it in self._items(scope, policy, r['ids'], r['documents'], r['metadatas'], r['embeddings'] if include_embeddings else None, pred):
             found[it.id] = it
     return [found[i] for i in ids if i in found]
 
@@ -564,19 +989,107 @@ def search(self: ChromaStore, scope: MemoryScope, query: str | None = None, *, e
     if query is not None and (not isinstance(query, str) or not query.strip()): raise StoreError(f"query must be a non-empty string, got {query!r}")
     if embedding is None and self.embedder is None:
         raise StoreError("this store has no embedder: pass embedding=..., or use keyword() (S-11.1)")
-    c, policy, where = self._reader(scope, filter, has_vector=True)
+    c, policy, where, pred = self._access(scope, filter, has_vector=True)
     if c is None or c.keyword_only: return []
     if embedding is not None: q = _check_vec(embedding, c.dim, "query embedding")
     elif not c.embed_ok: raise EmbeddingError(f"embedder {self.embedder!r} is unavailable for user {scope.user_id!r}")
-    else: q = self.embedder.embed_one(query, query=True)
-    r = c.col.query(query_embeddings=[q], n_results=k, where=where, include=['documents', 'metadatas', 'distances'])
-    items = self._items(scope, policy, r['ids'][0], r['documents'][0], r['metadatas'][0])
-    dist = dict(zip(r['ids'][0], r['distances'][0]))
-    out = [(it, 1.0 - float(dist[it.id])) for it in items]
+    else: q = np.asarray(self.embedder.embed_one(query, query=True), dtype=np.float32)
+    m = self._mirror(c)
+    out = self._nearest(scope, policy, pred, c, m, q, k, min_cosine) if self._fast_search else None
+    if out is None:                                      # the fast path cannot answer: let the clause do it
+        self.fallbacks += 1
+        m = self._mirror(c)                              # (reloaded if it was found out of step)
+        inc = ['distances'] if m is not None else ['documents', 'metadatas', 'distances']
+        r = c.col.query(query_embeddings=[q], n_results=k, where=where, include=inc)
+        if m is not None:
+            with m.lock:
+                dd = dict(zip(r['ids'][0], r['distances'][0]))
+                rns = m.passing([m.rn.get(i) for i in r['ids'][0]], pred, self._ok(scope, policy, pred, m))
+                out = [(m.item(rn), 1.0 - float(dd[m.ids[rn]])) for rn in rns]
+        else:
+            dist = dict(zip(r['ids'][0], r['distances'][0]))
+            out = [(it, 1.0 - float(dist[it.id])) for it in self._items(scope, policy, r['ids'][0], r['documents'][0], r['metadatas'][0])]
     if min_cosine is not None: out = [(it, s) for it, s in out if s >= min_cosine]
     return sorted(out, key=lambda p: -p[1])
 
+_FAST_K = {True: (8, 256), False: (4, 64)}      # k' = max(a * k, b), with / without a mirror; then 4 k' and 16 k'
+
+@patch
+def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
+    "The filtered top-k from the k' nearest rows of the whole collection (and small groups, exactly), or None."
+    a, b = _FAST_K[m is not None]
+    kq = max(a * k, b)
+    if m is None:
+        r = c.col.query(query_embeddings=[q], n_results=kq, include=['documents', 'metadatas', 'distances'])
+        ids, dist = r['ids'][0], r['distances'][0]
+        dd = dict(zip(ids, dist))
+        out = [(it, 1.0 - float(dd[it.id])) for it in self._items(scope, policy, ids, r['documents'][0], r['metadatas'][0], pred=pred)][:k]
+        return out if _proven(out, k, ids, dist, kq, min_cosine) else None
+    with m.lock:
+        ok = self._ok(scope, policy, pred, m)
+        small, large = m.split(pred)
+        exact = None
+        def top_small():                                 # small groups: every row, exactly (computed on demand)
+            out = []
+            for rn, cos in m.exact(small, q, c.col):
+                if len(out) >= k: break
+                if ok(rn): out.append((rn, cos))
+            return out
+        if not large: return [(m.item(rn), cos) for rn, cos in top_small()]
+        codes = [m.codes[key] for key in large]
+        for n in (kq, 4 * kq, 16 * kq):                  # the n nearest rows of the collection
+            r = c.col.query(query_embeddings=[q], n_results=n, include=['distances'])
+            ids, dist = r['ids'][0], r['distances'][0]
+            rns = [m.rn.get(i) for i in ids]
+            if None in rns:                              # Chroma has a row the mirror lacks: never expected
+                _log.error("mirror of %s is missing rows Chroma returned; reloading it", c.col.name)
+                self._forget(c.col)
+                return None
+            near = {i: 1.0 - float(d) for i, d in zip(ids, dist)}
+            m.near = (q.tobytes(), m.version, near)
+            found = [(rn, near[m.ids[rn]]) for rn in m.passing(rns, pred, ok, k)]
+            if _proven(found, k, ids, dist, n, min_cosine): return [(m.item(rn), cos) for rn, cos in found]
+            if small:                                    # crowded: small groups exactly, the proof for the large ones only
+                found = [(rn, near[m.ids[rn]]) for rn in m.passing(rns, pred, ok, k, codes)]
+                if _proven(found, k, ids, dist, n, min_cosine):
+                    exact = top_small() if exact is None else exact
+                    return [(m.item(rn), cos) for rn, cos in sorted(exact + found, key=lambda p: -p[1])[:k]]
+    return None
+
+def _proven(found, k, ids, dist, n, min_cosine) -> bool:
+    "Are the rows `found` among the `n` nearest the filtered top-k? (see the conditions above)"
+    return len(found) >= k or len(ids) < n or (min_cosine is not None and bool(ids) and 1.0 - float(max(dist)) < min_cosine)
+
 # %% ../nbs/03_store.ipynb #35ac29a9
+@patch
+@_guarded
+def cosines(self: ChromaStore, scope: MemoryScope, ids, embedding) -> dict:
+    "Cosine between `embedding` and each readable item among `ids` that has a vector: `{id: cosine}`."
+    ids = _check_ids(ids)
+    c, policy, where, pred = self._access(scope, Filter(include_superseded=True), has_vector=True)
+    if c is None or c.keyword_only or not ids: return {}
+    q = _check_vec(embedding, c.dim, "embedding")
+    out, todo, m = {}, [], self._mirror(c)
+    if m is not None:
+        with m.lock:
+            near = m.near[2] if m.near is not None and m.near[1] == m.version and m.near[0] == q.tobytes() else {}
+            qn = q / float(np.linalg.norm(q))
+            for rn in m.passing([m.rn.get(i) for i in ids], pred, self._ok(scope, policy, pred, m)):
+                i = m.ids[rn]
+                if i in near: out[i] = near[i]
+                elif rn in m.vec: out[i] = float(m.vec[rn] @ qn)
+                else: todo.append(i)
+    else: todo = ids
+    qn = float(np.linalg.norm(q))
+    for ch in _chunks(todo, _CHUNK):                     # with a mirror, the rows are checked: fetch vectors only
+        r = c.col.get(ids=ch, include=['embeddings'] if m is not None else ['embeddings', 'metadatas'])
+        for j, (i, e) in enumerate(zip(r['ids'], r['embeddings'])):
+            if e is None or (m is None and not (pred(r['metadatas'][j]) and _readable(scope, policy, i, r['metadatas'][j]))): continue
+            v = np.asarray(e, dtype=np.float32)
+            out[i] = float(np.dot(v, q)) / (float(np.linalg.norm(v)) * qn)
+    return out
+
+# %% ../nbs/03_store.ipynb #fbde5c9f
 _ORDER = {'created_at': 0, 'importance': 1}
 
 @patch
@@ -589,13 +1102,16 @@ def _sort_keys(self: ChromaStore, col, ids: list[str]) -> dict:
         for i, m in zip(r['ids'], r['metadatas']): cache[i] = (float(m['created_at']), float(m['importance']), now)
     return cache
 
-@patch
-def _select(self: ChromaStore, scope, policy, c, where, where_document=None, order_by='created_at', descending=True, limit=None):
-    "Rows matching `where` (and `where_document`), sorted by `order_by`, at most `limit`, as items."
+def _check_order(order_by, limit):
     if order_by is not None and order_by not in _ORDER:
         raise StoreError(f"order_by must be one of {tuple(_ORDER)} or None, got {order_by!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise StoreError(f"limit must be an int >= 0 or None, got {limit!r}")
+
+@patch
+def _select(self: ChromaStore, scope, policy, c, where, where_document=None, order_by='created_at', descending=True, limit=None):
+    "Rows matching `where` (and `where_document`), sorted by `order_by`, at most `limit`, as items."
+    _check_order(order_by, limit)
     if c is None or limit == 0: return []
     inc = ['documents', 'metadatas']
     if limit is None or order_by is None:                  # everything (or any `limit` rows): one call
@@ -614,14 +1130,30 @@ def _select(self: ChromaStore, scope, policy, c, where, where_document=None, ord
         items.sort(key=lambda it: (getattr(it, order_by), it.created_at, it.id), reverse=descending)
     return items
 
-# %% ../nbs/03_store.ipynb #fbde5c9f
+# %% ../nbs/03_store.ipynb #b8b49bda
 @patch
 @_guarded
 def list(self: ChromaStore, scope: MemoryScope, *, filter: Filter | None = None, order_by: str | None = 'created_at',
          descending: bool = True, limit: int | None = None) -> list[MemoryItem]:
     "Items `scope` may read, matching `filter`, sorted by `order_by` (`created_at`, `importance` or None), at most `limit`."
-    c, policy, where = self._reader(scope, filter)
-    return self._select(scope, policy, c, where, None, order_by, bool(descending), limit)
+    c, policy, where, pred = self._access(scope, filter)
+    m = self._mirror(c)
+    if m is None: return self._select(scope, policy, c, where, None, order_by, bool(descending), limit)
+    _check_order(order_by, limit)
+    with m.lock: return [m.item(rn) for rn in m.select(pred, self._ok(scope, policy, pred, m), order_by, bool(descending), limit)]
+
+@patch
+def _ok(self: ChromaStore, scope, policy, pred, m):
+    "Row check for mirror reads: the non-group part of the clause, then the pure model (same answer per group and user)."
+    seen = {}
+    def ok(rn):
+        md = m.metas[rn]
+        if not pred.rest(md): return False
+        key = (int(m.gcode[rn]), md.get('user_id'))
+        r = seen.get(key)
+        if r is None: r = seen[key] = _readable(scope, policy, m.ids[rn], md)
+        return r
+    return ok
 
 @patch
 @_guarded
@@ -633,8 +1165,12 @@ def keyword(self: ChromaStore, scope: MemoryScope, terms: list[str], *, filter: 
     for t in terms:
         if not isinstance(t, str) or not t.strip(): raise StoreError(f"keyword terms must be non-empty strings, got {t!r}")
     terms = list(dict.fromkeys(terms))
-    c, policy, where = self._reader(scope, filter)
+    c, policy, where, pred = self._access(scope, filter)
     if not terms: return []
+    m = self._mirror(c)
+    if m is not None:
+        _check_order('created_at', limit)
+        with m.lock: return [m.item(rn) for rn in m.keyword(pred, terms, self._ok(scope, policy, pred, m), limit)]
     wd = _or([{'$contains': t} for t in terms])
     items = self._select(scope, policy, c, where, wd, 'created_at', True, limit)
     return [it for it in items if any(t in it.content for t in terms)]
@@ -643,25 +1179,46 @@ def keyword(self: ChromaStore, scope: MemoryScope, terms: list[str], *, filter: 
 @_guarded
 def count(self: ChromaStore, scope: MemoryScope, filter: Filter | None = None) -> int:
     "How many items `scope` may read that match `filter`."
-    c, policy, where = self._reader(scope, filter)
-    return 0 if c is None else len(c.col.get(where=where, include=[])['ids'])
+    c, policy, where, pred = self._access(scope, filter)
+    m = self._mirror(c)
+    if m is None: return 0 if c is None else len(c.col.get(where=where, include=[])['ids'])
+    with m.lock: return len(m.select(pred, self._ok(scope, policy, pred, m), None))
 
-# %% ../nbs/03_store.ipynb #b8b49bda
+# %% ../nbs/03_store.ipynb #3f37376d
 @patch
 def _readable_rows(self: ChromaStore, scope, ids, flt=None) -> tuple:
     "(collection, {id: metadata}) of the rows among `ids` (or all matching `flt` if ids is None) that `scope` may read."
-    c, policy, where = self._reader(scope, flt if flt is not None else Filter(include_superseded=True))
+    c, policy, where, pred = self._access(scope, flt if flt is not None else Filter(include_superseded=True))
     if c is None: return None, {}
+    m = self._mirror(c)
+    if m is not None:
+        with m.lock:
+            if ids is None: return c, {m.ids[rn]: m.metas[rn] for rn in m.select(pred, self._ok(scope, policy, pred, m), None)}
+            return c, {m.ids[rn]: m.metas[rn] for rn in m.passing([m.rn.get(i) for i in ids], pred, self._ok(scope, policy, pred, m))}
     rows = {}
-    for ch in ([None] if ids is None else _chunks(ids, _CHUNK)):
-        if ch is not None and not ch: continue
-        r = c.col.get(ids=ch, where=where, include=['metadatas'])
-        rows.update((i, m) for i, m in zip(r['ids'], r['metadatas']) if _row_readable(scope, policy, m))
+    if ids is None:
+        r = c.col.get(where=where, include=['metadatas'])
+        rows.update((i, md) for i, md in zip(r['ids'], r['metadatas']) if _readable(scope, policy, i, md))
+    for ch in ([] if ids is None else _chunks(ids, _CHUNK)):
+        r = c.col.get(ids=ch, include=['metadatas'])
+        rows.update((i, md) for i, md in zip(r['ids'], r['metadatas']) if pred(md) and _readable(scope, policy, i, md))
     return c, rows
 
-def _update(c, metas: dict):
-    ids = list(metas)
-    for ch in _chunks(ids, _CHUNK): c.col.update(ids=ch, metadatas=[metas[i] for i in ch])
+@patch
+def _update(self: ChromaStore, c, metas: dict, embeddings: dict | None = None) -> int:
+    "Merge `metas` ({id: {key: value or None}}) into the rows (and set `embeddings`), in Chroma and the mirror."
+    ids, m = list(metas), self._mirror(c, write=True)
+    if m is not None and m.flush_due():
+        with m.lock: m.flush(c.col)
+    try:
+        for ch in _chunks(ids, _CHUNK):
+            c.col.update(ids=ch, metadatas=[metas[i] for i in ch], **({} if embeddings is None else {'embeddings': [embeddings[i] for i in ch]}))
+    except BaseException:
+        self._forget(c.col); raise
+    if m is not None:
+        with m.lock:
+            m.patch(metas)
+            if embeddings is not None: m.version += 1
     return len(ids)
 
 @patch
@@ -673,7 +1230,13 @@ def touch(self: ChromaStore, scope: MemoryScope, ids, when: float) -> int:
         raise ItemError(f"when must be a finite number of Unix seconds, got {when!r}")
     with self._shared.write:
         c, rows = self._readable_rows(scope, ids)
-        return _update(c, {i: {'last_accessed': float(when)} for i in rows}) if rows else 0
+        if not rows: return 0
+        m = self._mirror(c)
+        if m is None: return self._update(c, {i: {'last_accessed': float(when)} for i in rows})
+        with m.lock:
+            m.touch(list(rows), float(when))
+            if len(m.pending) >= _FLUSH_N: m.flush(c.col)
+        return len(rows)
 
 @patch
 @_guarded
@@ -683,7 +1246,7 @@ def rehearse(self: ChromaStore, scope: MemoryScope, ids, delta: int = 1) -> int:
     if isinstance(delta, bool) or not isinstance(delta, int) or delta < 1: raise ItemError(f"delta must be an int >= 1, got {delta!r}")
     with self._shared.write:
         c, rows = self._readable_rows(scope, ids)
-        return _update(c, {i: {'rehearsal': int(m.get('rehearsal', 0)) + delta} for i, m in rows.items()}) if rows else 0
+        return self._update(c, {i: {'rehearsal': int(m.get('rehearsal', 0)) + delta} for i, m in rows.items()}) if rows else 0
 
 @patch
 @_guarded
@@ -703,11 +1266,17 @@ def update_metadata(self: ChromaStore, scope: MemoryScope, ids, patch: dict) -> 
             new = {_MP + k: (list(v) if isinstance(v, tuple) else v) for k, v in patch.items()}
             if sup: new['active'] = patch['superseded_by'] is None
             metas[i] = new
-        return _update(c, metas) if metas else 0
+        return self._update(c, metas) if metas else 0
 
 @patch
 def _delete(self: ChromaStore, c, ids) -> int:
-    for ch in _chunks(ids, _CHUNK): c.col.delete(ids=ch)
+    m = self._mirror(c, write=True)
+    try:
+        for ch in _chunks(ids, _CHUNK): c.col.delete(ids=ch)
+    except BaseException:
+        self._forget(c.col); raise
+    if m is not None:
+        with m.lock: m.drop(ids)
     keys = self._shared.sort_keys.get(str(c.col.id), {})
     for i in ids: keys.pop(i, None)
     return len(ids)
@@ -744,6 +1313,9 @@ def _finish_migration(self: ChromaStore, cname: str):
 def _migrate(self: ChromaStore, c: _Col, batch: int) -> int:
     name, dim = self._ident()
     cname, nname = c.col.name, c.col.name + '-next'
+    m = self._mirror(c, write=True)
+    if m is not None and m.pending:                    # the copy reads Chroma: write deferred touches first
+        with m.lock: m.flush(c.col)
     try: self._client.delete_collection(nname)
     except NotFoundError: pass
     new = self._client.create_collection(nname, configuration=copy.deepcopy(HNSW_CONFIG), embedding_function=self._ef(name, dim),
@@ -765,6 +1337,7 @@ def _migrate(self: ChromaStore, c: _Col, batch: int) -> int:
     finally:                                   # cached handles of the old collection are stale from here on
         self._shared.generation += 1
         self._shared.sort_keys.pop(str(c.col.id), None)
+        self._shared.mirrors.pop(str(c.col.id), None)
     return n
 
 @patch
@@ -784,6 +1357,6 @@ def reembed(self: ChromaStore, scope: MemoryScope, *, batch: int = 256) -> int:
             ok = [j for j, m in enumerate(r['metadatas']) if _row_readable(scope, policy, m)]
             if not ok: continue
             vecs = self.embedder.embed([r['documents'][j] for j in ok], query=False)
-            c.col.update(ids=[r['ids'][j] for j in ok], embeddings=vecs, metadatas=[{'has_vector': True}] * len(ok))
+            self._update(c, {r['ids'][j]: {'has_vector': True} for j in ok}, {r['ids'][j]: v for j, v in zip(ok, vecs)})
             n += len(ok)
         return n
