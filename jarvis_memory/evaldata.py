@@ -887,12 +887,16 @@ def answer_score(prediction: str, question: Question, kind: str | None = None, s
 # %% ../nbs/30_memtax_data.ipynb #1850a8a7
 ARMS: dict[str, Callable] = {}
 
+def _same_definition(a, b) -> bool:
+    "Same function name, and the same module or one side is a notebook (`__main__`) whose cell is exported to the other."
+    return a.__qualname__ == b.__qualname__ and (a.__module__ == b.__module__ or '__main__' in (a.__module__, b.__module__))
+
 def arm(name: str):
     "Decorator: register an arm function under `name` in `ARMS` (re-running the same definition replaces it)."
     if not isinstance(name, str) or not name.strip() or name != name.strip(): raise EvalError(f"arm name must be a non-empty string, got {name!r}")
     def deco(f):
         old = ARMS.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (f.__module__, f.__qualname__):
+        if old is not None and not _same_definition(old, f):
             raise EvalError(f"arm {name!r} is already registered by {old.__module__}.{old.__qualname__}")
         ARMS[name] = f
         f.arm_name = name
