@@ -84,11 +84,24 @@ def memtax(data:str=None, # LoCoMo's locomo10.json (or its directory), or a jarv
            conversations:str=None, # comma-separated conversation ids (default: all)
            out:str='reports', # directory for memtax-<benchmark>.jsonl and .html
            pool:int=50, # candidates gathered per recall pool and speaker side
+           reader:str='auto', # LLM reader (token F1, benefit/tax on answers): auto (when JARVIS_MEMORY__LLM_BASE_URL is set), on, off
+           judge:bool=False, # with the reader, also ask the LLM judge for a correct/wrong verdict
+           reader_limit:int=None, # read only this many questions (round-robin over categories); default: all
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
+    from jarvis_memory.reader import read_memtax, reader_text, write_reader_report
     from jarvis_memory.scope import MemoryInputError
-    try: run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool)
+    try:
+        if reader not in ('auto', 'on', 'off'): raise MemoryInputError(f"--reader must be auto, on or off, got {reader!r}")
+        settings = Settings.from_env()
+        res = run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool, settings=settings)
+        if reader == 'on' or (reader == 'auto' and settings.llm_base_url):
+            read_memtax(res, judge=judge, limit=reader_limit, settings=settings)
+            print('\n' + reader_text(res))
+            if out is not None:
+                p = write_reader_report(res, out)
+                print(f"\nreader rows:   {p['jsonl']}\nreader report: {p['html']}\nreader time: {res.seconds['reader']:.0f} s")
     except MemoryInputError as e:
         print(f"jarvis-memory memtax: {e}", file=sys.stderr)
         return 2

@@ -583,6 +583,8 @@ class MemtaxResult:
     seconds: dict = field(default_factory=dict)
     table: str = ''
     paths: dict = field(default_factory=dict)
+    bench: Benchmark | None = field(default=None, repr=False)   # the benchmark as evaluated (screened, restricted)
+    readings: dict = field(default_factory=dict)     # arm -> [Reading], filled by `reader.read_memtax` (LLM reader)
 
     def on(self, arm: str, qids=None) -> list[QuestionResult]:
         "The arm's results, restricted to `qids` (default: the common questions)."
@@ -623,7 +625,7 @@ def run_memtax(data=None, budget: int = 5120, arms=ARM_ORDER, conversations=None
     mem_arms = [a for a in arms if a in MEMORY_ARMS]
     fams = tuple(dict.fromkeys(MEMORY_ARMS[a] for a in mem_arms))
     if 'turns' in fams and llm is None: llm = default_llm(settings)
-    res = MemtaxResult(bench.name, arms, budget, getattr(emb, 'name', 'none'))
+    res = MemtaxResult(bench.name, arms, budget, getattr(emb, 'name', 'none'), bench=bench)
     res.skipped = list(notes)
     res.shown = {a: {} for a in arms}
     res.recalls = {a: {} for a in mem_arms}

@@ -86,3 +86,19 @@ def llama_server(model_path: str | Path, n_ctx: int = 4096, n_threads: int | Non
                  '--port', str(port), '--n_ctx', str(n_ctx), '--n_threads', n, '--n_threads_batch', n, *extra],
                 port, health, timeout=timeout) as url:
         yield url
+
+
+LLAMA_SERVER_MODULES = ('llama_cpp', 'uvicorn', 'fastapi', 'sse_starlette', 'starlette_context', 'pydantic_settings')
+
+
+def llama_model(name: str = 'smollm2') -> Path:
+    """The GGUF of `name` (jarvis_memory.llm.GGUF_MODELS) for `llama_server`. A missing llama-cpp-python[server] or
+    model wheel FAILS the calling test (CI must install them; `make install-dev` does), it is never skipped."""
+    import importlib.util, pytest
+    from jarvis_memory.llm import LLMError, find_gguf
+    missing = [m for m in LLAMA_SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.fail(f"llama-cpp-python[server] is not installed (missing {', '.join(missing)}): run "
+                    f"CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" .venv/bin/pip install \"llama-cpp-python[server]==0.3.36\"", pytrace=False)
+    try: return find_gguf(name)
+    except LLMError as e: pytest.fail(f"{name} GGUF missing: {e}", pytrace=False)

@@ -9,14 +9,14 @@ Needs (CI installs them; missing ones FAIL this test, it is not skipped):
 The summary's quality is not asserted (a 135M model), only that the command went through the server and stored it.
 """
 from __future__ import annotations
-import importlib.util, time
+import time
 
 import pytest
 
-from servers import llama_server
+from servers import llama_server, llama_model
 from jarvis_memory.commands import run_command
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.llm import LLM, LLMError, find_gguf
+from jarvis_memory.llm import LLM
 from jarvis_memory.scope import MemoryScope
 from jarvis_memory.service import MemoryService
 from jarvis_memory.settings import Settings
@@ -35,14 +35,8 @@ HISTORY = [
 
 @pytest.fixture(scope='module')
 def model_path():
-    "The SmolLM2 GGUF; a missing llama-cpp-python[server] or model wheel fails (CI must install them)."
-    missing = [m for m in ('llama_cpp', 'uvicorn', 'fastapi', 'sse_starlette', 'starlette_context', 'pydantic_settings')
-               if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.fail(f"llama-cpp-python[server] is not installed (missing {', '.join(missing)}): run "
-                    f"CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" .venv/bin/pip install \"llama-cpp-python[server]==0.3.36\"", pytrace=False)
-    try: return find_gguf('smollm2')
-    except LLMError as e: pytest.fail(str(e), pytrace=False)
+    "The SmolLM2 GGUF (a missing server or model wheel fails, see servers.llama_model)."
+    return llama_model('smollm2')
 
 
 def test_compact_through_llama_server(model_path, tmp_path):

