@@ -33,8 +33,11 @@ def _show(svc, scope, history, out):
     for s in o.recall:
         c = s.components
         why = f"  <- {s.reason.split(';')[0]}" if s.reason else ''
-        print(f"      {s.total:.3f} = rec {c['recency']:.2f} imp {c['importance']:.2f} rel {c['relevance']:.2f} cue {c['cue']:.2f}"
-              f"  [{s.kind}/{s.item.source}]{why}", file=out)
+        parts = f"rec {c['recency']:.2f} imp {c['importance']:.2f} rel {c['relevance']:.2f} cue {c['cue']:.2f}"
+        # the joint re-rank (S-8) orders by relevance; its composite score only breaks ties
+        score = (f"{s.total:.3f} = relevance; composite {s.composite:.3f} from {parts}" if hasattr(s, 'composite')
+                 else f"{s.total:.3f} = {parts}")
+        print(f"      {score}  [{s.kind}/{s.item.source}]{why}", file=out)
     return o
 
 def run_demo(path=None, settings: Settings | None = None, out=None) -> list:
