@@ -240,8 +240,8 @@ ANSWERS_FORMAT = 'jarvis-llm-answers/1'
 
 class AnswerFile:
     "A read-only LLM cache: model answers keyed by request hash, from a JSONL file written by `export_answers`."
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    def __init__(self, path: str | Path, any_model: bool = False):
+        self.path, self.any_model = Path(path), any_model
         if not self.path.is_file(): raise MemtaxError(f"answer cache not found: {self.path}")
         self.header, self.by_key, self.by_anykey = {}, {}, {}
         try: lines = self.path.read_text(encoding='utf-8').splitlines()
@@ -260,9 +260,10 @@ class AnswerFile:
             self.by_anykey[row['anykey']] = row['answer']
 
     def get(self, model, messages, schema, temperature, max_tokens) -> str | None:
-        "The answer for this request (by the model's key, or with no model by the model-less key), else None."
+        "The answer for this request (by the model's key; with no model, or `any_model`, by the model-less key), else None."
         key, anykey = LLMCache.keys(model, messages, schema, temperature, max_tokens)
-        return self.by_key.get(key) if model else self.by_anykey.get(anykey)
+        v = self.by_key.get(key) if model else None
+        return self.by_anykey.get(anykey) if v is None and (not model or self.any_model) else v
 
     def put(self, *a, **kw): raise MemtaxError(f"answer cache {self.path} is read-only")
     def __len__(self): return len(self.by_key)
@@ -310,7 +311,7 @@ def default_llm(settings: Settings | None = None, answers: str | Path | None = N
     "The evaluation's LLM: committed answers first, then the local cache, then the configured endpoint (if any)."
     settings = settings or Settings.from_env()
     p = Path(answers) if answers is not None else extraction_cache_path()
-    layers = [AnswerFile(p)] if p is not None else []
+    layers = [AnswerFile(p, any_model=True)] if p is not None else []
     return LLM(settings, cache=LayeredCache(*layers, writable=LLMCache(Path(settings.cache_dir) / 'llm.sqlite3')))
 
 # %% ../nbs/31_memtax.ipynb #fc1ab0e3
