@@ -12,6 +12,7 @@ from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder, EmbeddingError
 from jarvis_memory.store import ChromaStore, Filter, StoreError, collection_name
 from servers import chroma_server, free_port
+from fakes import Flaky
 
 T0 = 1_700_000_000.25
 EMB = HashingEmbedder(64)
@@ -340,13 +341,6 @@ def test_closed_store_refuses(location, alice):
 
 
 # ---------------------------------------------------------------------------------------------- without vectors
-class Flaky(HashingEmbedder):
-    down = False
-    def _embed(self, texts, query):
-        if self.down: raise EmbeddingError('endpoint down')
-        return super()._embed(texts, query)
-
-
 def test_failed_embedding_keeps_items_and_reembed_fills_them(location, alice):
     e = Flaky(64)
     with ChromaStore(Settings(), e, team(), **location) as s:

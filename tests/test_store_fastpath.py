@@ -15,9 +15,10 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 import jarvis_memory.store as S
 from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, LAYERS
 from jarvis_memory.settings import Settings
-from jarvis_memory.embeddings import HashingEmbedder, EmbeddingError
+from jarvis_memory.embeddings import HashingEmbedder
 from jarvis_memory.store import ChromaStore, Filter, _Pred, _policy_where, _Mirror, collection_name
 from servers import chroma_server
+from fakes import Flaky
 
 EMB = HashingEmbedder(64)
 T0 = 1_700_000_000.0
@@ -237,13 +238,6 @@ def assert_same_reads(a: ChromaStore, b: ChromaStore, user):
             qv = EMB.embed_one('서울 날씨', query=True)
             ca, cb = a.cosines(s, ids, qv), b.cosines(s, ids, qv)
             assert ca.keys() == cb.keys() and all(abs(ca[i] - cb[i]) < 1e-5 for i in ca)
-
-
-class Flaky(HashingEmbedder):
-    down = False
-    def _embed(self, texts, query):
-        if self.down: raise EmbeddingError('endpoint down')
-        return super()._embed(texts, query)
 
 
 def test_mirror_follows_every_kind_of_write(tmp_path, monkeypatch):
