@@ -14,9 +14,10 @@ from typing import Any, Iterable
 import yaml
 
 # %% auto #0
-__all__ = ['LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER', 'MemoryInputError', 'ScopeError', 'ItemError',
-           'PolicyError', 'check_id', 'MemoryScope', 'caller_scope', 'source_layer', 'check_layer', 'check_kind',
-           'check_metadata', 'MemoryItem', 'natural_id', 'ReadPolicy', 'parse_policy', 'load_policy', 'Team']
+__all__ = ['LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER', 'SUPERSEDED', 'MemoryInputError', 'ScopeError',
+           'ItemError', 'PolicyError', 'MemoryUnavailable', 'check_id', 'MemoryScope', 'caller_scope', 'source_layer',
+           'check_layer', 'check_kind', 'check_metadata', 'is_superseded', 'MemoryItem', 'natural_id', 'ReadPolicy',
+           'parse_policy', 'load_policy', 'Team']
 
 # %% ../nbs/00_scope.ipynb #94b9eac7
 class MemoryInputError(ValueError):
@@ -30,6 +31,9 @@ class ItemError(MemoryInputError):
 
 class PolicyError(MemoryInputError):
     "A `team/<agent>.yaml` read policy is malformed (S-1.5)."
+
+class MemoryUnavailable(RuntimeError):
+    "Base class for a dependency that is missing or down (store server, embeddings or chat endpoint); the message says which and how to fix it."
 
 # %% ../nbs/00_scope.ipynb #93882d55
 _MAX_ID = 256
@@ -124,6 +128,12 @@ def check_metadata(meta: dict, what: str = "metadata") -> dict:
             raise ItemError(f"{what}[{k!r}] must be str, int, float, bool or a list of one of them, got {type(v).__name__}: {v!r}")
     return meta
 
+SUPERSEDED = 'superseded_by'     # the metadata key of S-2.5: the id of the fact that replaced this one
+
+def is_superseded(meta: dict) -> bool:
+    "The one rule for 'superseded' (S-2.5), on an item's metadata or a stored row's: a non-empty `superseded_by`."
+    return bool(meta.get(SUPERSEDED))
+
 # %% ../nbs/00_scope.ipynb #e6db9313
 @dataclass
 class MemoryItem:
@@ -165,6 +175,14 @@ class MemoryItem:
     def kind(self) -> str: return LAYER_KIND[self.layer]
     @property
     def scope(self) -> MemoryScope: return MemoryScope(self.user_id, self.agent_id, self.session_id)
+    @property
+    def superseded(self) -> bool:
+        "A newer same-topic fact replaced this one (`metadata.superseded_by`, S-2.5); superseded items are never recalled."
+        return is_superseded(self.metadata)
+    @property
+    def superseded(self) -> bool:
+        "A newer same-topic fact replaced this one (`metadata.superseded_by`, S-2.5); superseded items are never recalled."
+        return is_superseded(self.metadata)
 
     @classmethod
     def new(cls, scope: MemoryScope, source: str, content: str, *, id: str | None = None, **kw) -> MemoryItem:
