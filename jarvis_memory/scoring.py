@@ -8,14 +8,16 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/scoring.html.md"""
 from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Callable, Iterable, Mapping
 
 from .scope import MemoryInputError, MemoryItem, KINDS
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['POOLS', 'COMPONENTS', 'ScoringError', 'Candidate', 'merge_pools', 'age_days', 'recency', 'decayed_importance',
-           'Score', 'score', 'is_flashbulb', 'excluded_reason', 'rank', 'core_facts', 'rehearsal_updates']
+__all__ = ['POOLS', 'COMPONENTS', 'ScoringError', 'Candidate', 'merge_pools', 'age_days', 'recency', 'decayed_importance', 'Slot',
+           'Score', 'score', 'is_flashbulb', 'Exclusion', 'excluded_reason', 'flashbulb_slot', 'rank', 'core_facts',
+           'rehearsal_updates']
 
 # %% ../nbs/13_scoring.ipynb #3c6066c5
 class ScoringError(MemoryInputError):
@@ -95,16 +97,22 @@ def age_days(item: MemoryItem, now: float) -> float:
     "Days from the item's event time (`created_at`) to `now`; 0 for items dated in the future."
     return max(0.0, now - item.created_at) / 86400.0
 
+def _decays(item: MemoryItem, age: float, rec_half_life: float, imp_half_life: float, slowdown: float) -> tuple[float, float]:
+    "The one decay rule of S-6.2: (recency, decayed importance) at `age` days; rehearsals stretch the importance half-life."
+    return 0.5 ** (age / rec_half_life), item.importance * 0.5 ** (age / (imp_half_life * (1.0 + slowdown * item.rehearsal)))
+
+def _item_decays(item, now, settings) -> tuple[float, float]:
+    now, settings = _check_now(now), _check_settings(settings)
+    return _decays(item, age_days(item, now), settings.recency_half_life_days[item.kind],
+                   settings.importance_half_life_days[item.kind], settings.rehearsal_slowdown)
+
 def recency(item: MemoryItem, now: float, settings: Settings) -> float:
     "0..1: `0.5 ** (age_days / recency_half_life_days[kind])`, age from `created_at` (event time, S-6.2)."
-    now, settings = _check_now(now), _check_settings(settings)
-    return 0.5 ** (age_days(item, now) / settings.recency_half_life_days[item.kind])
+    return _item_decays(item, now, settings)[0]
 
 def decayed_importance(item: MemoryItem, now: float, settings: Settings) -> float:
     "Stored importance halved every `importance_half_life_days[kind] * (1 + rehearsal_slowdown * rehearsal)` days (S-6.2)."
-    now, settings = _check_now(now), _check_settings(settings)
-    hl = settings.importance_half_life_days[item.kind] * (1.0 + settings.rehearsal_slowdown * item.rehearsal)
-    return item.importance * 0.5 ** (age_days(item, now) / hl)
+    return _item_decays(item, now, settings)[1]
 
 # %% ../nbs/13_scoring.ipynb #f5dbdafc
 def _params(settings: Settings) -> dict:
@@ -125,23 +133,34 @@ def _kind(item: MemoryItem) -> str:
     if k is None: k = _KIND_OF_SOURCE[item.source] = item.kind
     return k
 
-def _is_superseded(item: MemoryItem) -> bool: return bool(item.metadata.get('superseded_by'))
+class Slot(str, Enum):
+    "How an item got into the result other than by its rank: a code, with `.text` in words."
+    FLASHBULB = 'flashbulb'     # S-6.4: an old important item that matches the words keeps one slot
+    @property
+    def text(self) -> str: return 'flashbulb slot (S-6.4)'
 
 @dataclass(frozen=True, repr=False)
 class Score:
-    "A candidate's score: the four components (0..1), their weighted contributions, the total, and why it is in the result."
+    "A candidate's score: the four components (0..1), their weighted contributions, the total, and how it got its place."
     candidate: Candidate
     components: dict
     weighted: dict
     total: float
     kind: str
-    flashbulb: bool = False     # the candidate qualifies for the flashbulb slot (S-6.4)
-    reason: str | None = None   # set when the item is in the result for a reason other than its rank
+    flashbulb: bool = False          # the candidate qualifies for the flashbulb slot (S-6.4)
+    slot: Slot | None = None         # set when the item is in the result by a slot, not by its rank
+    replaced: str | None = None      # the id the slot pushed out
 
     @property
     def item(self) -> MemoryItem: return self.candidate.item
     @property
     def id(self) -> str: return self.candidate.item.id
+    @property
+    def why(self) -> str | None:
+        "In words, why the item is in the result other than by its rank (None when by rank)."
+        if self.slot is None: return None
+        it, c = self.item, self.candidate
+        return f"{self.slot.text}: stored importance {it.importance:.2f}, cue {c.cue:.2f}; replaced {self.replaced!r}"
 
     def row(self) -> dict:
         "A flat dict for tables and plots (the explorer)."
@@ -149,21 +168,20 @@ class Score:
         return dict(id=self.id, kind=self.kind, source=c.item.source, content=c.item.content, total=self.total,
                     **self.components, **{f"w_{k}": v for k, v in self.weighted.items()},
                     relevance_from='cosine' if c.relevance is not None else 'cue', pools=sorted(c.pools),
-                    flashbulb=self.flashbulb, reason=self.reason)
+                    flashbulb=self.flashbulb, slot=None if self.slot is None else self.slot.value, replaced=self.replaced,
+                    reason=self.why)
 
     def __repr__(self):
         comps = ' '.join(f"{k[:3]}={v:.3f}" for k, v in self.components.items())
         extra = ', flashbulb' if self.flashbulb else ''
-        extra += f', reason={self.reason!r}' if self.reason else ''
+        extra += f', slot={self.slot.value}, replaced={self.replaced!r}' if self.slot else ''
         return f"Score({self.id!r}, {self.kind}, total={self.total:.3f}, {comps}{extra})"
 
 def _score(c: Candidate, now: float, P: dict, slowdown: float, fb_imp: float, fb_cue: float) -> Score:
     it = c.item
     kind = _kind(it)
     w, hl_rec, hl_imp = P[kind]
-    age = max(0.0, now - it.created_at) / 86400.0
-    rec = 0.5 ** (age / hl_rec)
-    imp = it.importance * 0.5 ** (age / (hl_imp * (1.0 + slowdown * it.rehearsal)))
+    rec, imp = _decays(it, max(0.0, now - it.created_at) / 86400.0, hl_rec, hl_imp, slowdown)
     rel = c.cue if c.relevance is None else min(1.0, max(0.0, float(c.relevance)))
     vals = (rec, imp, rel, float(c.cue))
     comps = dict(zip(COMPONENTS, vals))
@@ -186,15 +204,38 @@ def is_flashbulb(candidate: Candidate, settings: Settings) -> bool:
     return candidate.item.importance >= settings.flashbulb_importance and candidate.cue >= settings.flashbulb_overlap
 
 # %% ../nbs/13_scoring.ipynb #d7217fa7
-def excluded_reason(candidate: Candidate, exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',)) -> str | None:
-    "Why `rank` never returns this candidate (superseded, excluded source, in the window), or `None`."
+class Exclusion(str, Enum):
+    "Why a candidate can never be shown: a code for programs (the explorer, the Memory Tax), `.text` for people."
+    SUPERSEDED = 'superseded'        # a newer same-topic fact replaced it (S-2.5)
+    SOURCE = 'excluded_source'       # thought logs are never recall candidates (S-6.5)
+    IN_PROMPT = 'in_prompt'          # an id the caller says is already in the prompt
+    IN_WINDOW = 'in_window'          # a turn still inside the working window (S-3.3)
+    CORE = 'core'                    # already shown in the core facts block (S-6.3)
+    @property
+    def text(self) -> str: return _EXCLUSION_TEXT[self]
+
+_EXCLUSION_TEXT = {Exclusion.SUPERSEDED: 'superseded by a newer fact (S-2.5)',
+                   Exclusion.SOURCE: 'thought log: never a recall candidate (S-6.5)',
+                   Exclusion.IN_PROMPT: 'already in the prompt', Exclusion.IN_WINDOW: 'in the window (S-3.3)',
+                   Exclusion.CORE: 'in the core facts block (S-6.3)'}
+
+def excluded_reason(candidate: Candidate, exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',)) -> Exclusion | None:
+    "Why `rank` never returns this candidate (superseded, excluded source, already in the prompt), or `None`."
     if isinstance(exclude_ids, str) or isinstance(exclude_sources, str):
         raise ScoringError(f"exclude_ids and exclude_sources must be collections of strings, not a string: {exclude_ids!r}, {exclude_sources!r}")
     it = candidate.item
-    if _is_superseded(it): return f"superseded by {it.metadata['superseded_by']!r}"
-    if it.source in exclude_sources: return f"source {it.source!r} is excluded"
-    if it.id in exclude_ids: return "excluded id (already in the prompt)"
+    if it.superseded: return Exclusion.SUPERSEDED
+    if it.source in exclude_sources: return Exclusion.SOURCE
+    if it.id in exclude_ids: return Exclusion.IN_PROMPT
     return None
+
+def flashbulb_slot(ranked: list[Score], k: int, covered: Callable[[Score], bool] = lambda s: s.flashbulb) -> list[Score]:
+    "The top `k` of `ranked`; when none of them is `covered`, the best flashbulb item below the cut replaces the k-th (S-6.4)."
+    top = ranked[:k]
+    if k > 0 and len(ranked) > k and not any(covered(s) for s in top):
+        best = next((s for s in ranked[k:] if s.flashbulb), None)
+        if best is not None: top[-1] = replace(best, slot=Slot.FLASHBULB, replaced=top[-1].id)
+    return top
 
 def _id_set(v, what) -> frozenset:
     if isinstance(v, str) or not isinstance(v, Iterable):
@@ -215,15 +256,7 @@ def rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: 
     scored = [_score(c, now, P, slow, fb_imp, fb_cue) for c in _merge((None, c) for c in candidates)
               if excluded_reason(c, ex_ids, ex_src) is None]
     scored.sort(key=lambda s: (-s.total, -s.item.created_at, s.id))
-    top = scored[:k]
-    if flashbulb and k > 0 and len(scored) > k and not any(s.flashbulb for s in top):
-        best = next((s for s in scored[k:] if s.flashbulb), None)
-        if best is not None:
-            it = best.item
-            why = (f"flashbulb slot: stored importance {it.importance:.2f} >= {fb_imp:g}, cue {best.candidate.cue:.2f} >= {fb_cue:g}"
-                   f"; replaced {top[-1].id!r} (total {top[-1].total:.3f})")
-            top[-1] = replace(best, reason=why)
-    return top
+    return flashbulb_slot(scored, k) if flashbulb else scored[:k]
 
 # %% ../nbs/13_scoring.ipynb #b65dedba
 def core_facts(facts: Iterable[MemoryItem], k: int) -> list[MemoryItem]:
@@ -233,7 +266,7 @@ def core_facts(facts: Iterable[MemoryItem], k: int) -> list[MemoryItem]:
     seen = {}
     for f in facts:
         if not isinstance(f, MemoryItem): raise ScoringError(f"facts must be MemoryItems, got {type(f).__name__}: {f!r}"[:200])
-        if f.kind == 'semantic' and not _is_superseded(f): seen.setdefault(f.id, f)
+        if f.kind == 'semantic' and not f.superseded: seen.setdefault(f.id, f)
     return sorted(seen.values(), key=lambda f: (-f.importance, -f.created_at, f.id))[:k]
 
 # %% ../nbs/13_scoring.ipynb #edcea99a
