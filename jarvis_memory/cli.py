@@ -32,7 +32,7 @@ def _show(svc, scope, history, out):
     print(textwrap.indent(o.text or '(no memory blocks)', '    '), file=out)
     for s in o.recall:
         c = s.components
-        why = f"  <- {s.reason.split(';')[0]}" if s.reason else ''
+        why = f"  <- {s.why}" if s.why else ''
         parts = f"rec {c['recency']:.2f} imp {c['importance']:.2f} rel {c['relevance']:.2f} cue {c['cue']:.2f}"
         # the joint re-rank (S-8) orders by relevance; its composite score only breaks ties
         score = (f"{s.total:.3f} = relevance; composite {s.composite:.3f} from {parts}" if hasattr(s, 'composite')

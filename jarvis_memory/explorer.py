@@ -21,21 +21,21 @@ from .store import ChromaStore, Filter
 from .window import check_history, window, window_turn_numbers, split_turns
 from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_share
-from .scoring import Candidate, Score, COMPONENTS, POOLS, score, rank
-from .service import MemoryService, Observation, item_line, _case_variants
-from .rerank import joint_rank, source_candidates, source_links
+from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
+from .service import MemoryService, Observation
+from .recall import item_line, case_variants, source_candidates, arrange, fit_lines
+from .rerank import joint_rank, source_links
 from . import evaldata
 from .evaldata import (Benchmark, Conversation, Question, Shown, QuestionResult, fit_budget, evaluate,
                                     turn_line, benefit_tax, project_root)
 
 # %% auto #0
-__all__ = ['DEMO_FORMAT', 'DAY', 'HIDDEN_REASONS', 'ROW_KEYS', 'COLORS', 'CSS', 'NEW_SESSION', 'ROW_FORMAT', 'METRIC_FIELDS',
-           'SHOWN_FIELDS', 'VERDICT_METRICS', 'DEMO_QUERY', 'ExplorerError', 'demo_data_path', 'demo_store',
-           'session_history', 'user_msg', 'Probe', 'probe', 'source_facts_of', 'Ranking', 'replay', 'explain',
-           'settings_diff', 'compare', 'bar_labels', 'ranking_figure', 'query_html', 'panel_html', 'RecallExplorer',
-           'question_row', 'question_rows', 'check_question_row', 'row_result', 'row_shown', 'write_question_rows',
-           'by_arm', 'read_question_rows', 'verdict', 'replace_arm', 'raw_demo_arm', 'demo_results', 'QuestionBrowser',
-           'app']
+__all__ = ['DEMO_FORMAT', 'DAY', 'ROW_KEYS', 'COLORS', 'CSS', 'NEW_SESSION', 'ROW_FORMAT', 'METRIC_FIELDS', 'SHOWN_FIELDS',
+           'VERDICT_METRICS', 'DEMO_QUERY', 'ExplorerError', 'demo_data_path', 'demo_store', 'session_history',
+           'user_msg', 'Probe', 'probe', 'Ranking', 'replay', 'explain', 'settings_diff', 'compare', 'bar_labels',
+           'ranking_figure', 'query_html', 'panel_html', 'RecallExplorer', 'question_row', 'question_rows',
+           'check_question_row', 'row_result', 'row_shown', 'write_question_rows', 'by_arm', 'read_question_rows',
+           'verdict', 'replace_arm', 'raw_demo_arm', 'demo_results', 'QuestionBrowser', 'app']
 
 # %% ../nbs/40_explorer.ipynb #66292afc
 class ExplorerError(MemoryInputError):
@@ -157,7 +157,7 @@ def _hidden(svc: MemoryService, scope, obs: Observation, qv) -> list[Candidate]:
     found, pools = {}, {}
     for flt, keep in ((Filter(sources=('thought',)), lambda it: True),
                       (Filter(layers=('semantic',), include_superseded=True), lambda it: bool(it.metadata.get('superseded_by')))):
-        hits = [(it, 'keyword') for it in (store.keyword(scope, _case_variants(obs.terms), filter=flt, limit=4 * s.pool_size) if obs.terms else [])]
+        hits = [(it, 'keyword') for it in (store.keyword(scope, case_variants(obs.terms), filter=flt, limit=4 * s.pool_size) if obs.terms else [])]
         if qv is not None: hits += [(it, 'nearest') for it, _ in store.search(scope, embedding=qv, k=s.pool_size, min_cosine=s.min_cosine, filter=flt)]
         for it, pool in hits:
             if keep(it): found.setdefault(it.id, it); pools.setdefault(it.id, set()).add(pool)
@@ -180,20 +180,6 @@ def probe(service: MemoryService, scope: MemoryScope, history_or_query, settings
     return Probe(obs, history, hidden, sources, s, time.perf_counter() - t0)
 
 # %% ../nbs/40_explorer.ipynb #aa5cdd67
-_re_source = re.compile(r"source turn of facts? ([^;]+)")
-
-def source_facts_of(reason) -> list[str]:
-    "The fact ids in a `Score.reason` saying 'source turn of fact <id>' or 'source turn of facts <id>, <id>' (S-8), else []."
-    if not isinstance(reason, str): return []
-    m = _re_source.search(reason)
-    return [f.strip().strip("'") for f in m.group(1).split(',') if f.strip()] if m else []
-
-HIDDEN_REASONS = {'thought': 'thought log: never a recall candidate (S-6.5)'}
-
-def _hidden_reason(c: Candidate) -> str:
-    sup = c.item.metadata.get('superseded_by')
-    return f"superseded by {sup!r} (S-2.5)" if sup else HIDDEN_REASONS.get(c.item.source, f"hidden by the recall filter ({c.item.source})")
-
 @dataclass
 class Ranking:
     "One replay: the recall block, a row per candidate, the window and blocks the model sees, and the budget cut."
@@ -203,16 +189,16 @@ class Ranking:
     rows: list                     # one dict per candidate, in display order (see `ROW_KEYS`)
     window: list                   # the messages the model sees (S-3.1)
     text: str                      # the blocks exactly as the model sees them (`Observation.text`)
-    shown: list                    # `Shown` recall lines under `settings.budget_chars`
+    shown: list                    # `BlockLine`s of the recall block under `settings.budget_chars`
     cut: int | None                # index in `recall` of the first line the budget cuts or drops, None if all fit
-    excluded: dict                 # item id -> reason
+    excluded: dict                 # item id -> Exclusion
 
     @property
     def ids(self) -> list[str]: return [s.id for s in self.recall]
 
 ROW_KEYS = ('order', 'rank', 'in_result', 'id', 'kind', 'source', 'content', 'date', 'stored_importance', 'pools', 'cosine',
             'cue', 'recency', 'importance', 'relevance', 'w_recency', 'w_importance', 'w_relevance', 'w_cue', 'total', 'key',
-            'relevance_from', 'flashbulb', 'slot', 'reason', 'excluded', 'source_of', 'added', 'budget', 'mode')
+            'relevance_from', 'flashbulb', 'slot', 'reason', 'excluded', 'excluded_why', 'source_of', 'added', 'budget', 'mode')
 
 # %% ../nbs/40_explorer.ipynb #bdaae941
 def replay(case: Probe | Observation, settings: Settings) -> Ranking:
@@ -226,45 +212,44 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
         in_window = set(window_episode_ids(obs.scope, window_turn_numbers(case.history, s.stm_turns), s))
     else:                                   # a bare Observation: the window is as observed
         win = obs.window
-        in_window = {i for i, r in obs.excluded.items() if r.startswith('in the window')}
-    core_ids = {it.id for it in obs.core}
-    excluded = {}
-    for c in obs.candidates:
-        if c.id in in_window: excluded[c.id] = 'in the window (S-3.3)'
-        elif c.id in core_ids: excluded[c.id] = 'in the core facts block (S-6.3)'
-    for c in case.hidden: excluded.setdefault(c.id, _hidden_reason(c))
+        in_window = {i for i, why in obs.excluded.items() if why == Exclusion.IN_WINDOW}
     cand_ids = {c.id for c in obs.candidates}
     mode = 'source' if s.source_recall else 'composite'
     added = [c for c in case.sources if c.id not in cand_ids] if mode == 'source' else []
+    core = obs.result.core if obs.result else []
+    res = arrange(obs.candidates, obs.now, s, sources=added, core=core, window_ids=in_window, k=s.recall_k,
+                  query=obs.query, terms=obs.terms)
+    recall = res.ranked
+    excluded = dict(res.excluded)
+    for c in case.hidden: excluded.setdefault(c.id, excluded_reason(c) or Exclusion.SOURCE)
     links = source_links(obs.candidates) if mode == 'source' else {}
-    for c in added:
-        if c.id in in_window: excluded[c.id] = 'in the window (S-3.3)'
     everyone = {}
     for c in [*obs.candidates, *added, *case.hidden]: everyone.setdefault(c.id, c)
     scores = {i: score(c, obs.now, s) for i, c in everyone.items()}
     key = (lambda x: x.components['relevance']) if mode == 'source' else (lambda x: x.total)
     order = lambda x: (-round(key(x), 6), -x.total, -x.item.created_at, x.id)
     added_ids = {a.id for a in added}
-    if mode == 'composite': recall = rank(obs.candidates, obs.now, s, k=s.recall_k, exclude_ids=in_window | core_ids)
-    else: recall = joint_rank([*obs.candidates, *added], obs.now, s, k=s.recall_k, exclude_ids=in_window | core_ids)
     in_result = {x.id: n for n, x in enumerate(recall, 1)}
     rest = sorted((x for i, x in scores.items() if i not in in_result and i not in excluded), key=order)
     gone = sorted((x for i, x in scores.items() if i in excluded), key=order)
-    lines = [item_line(x.item) for x in recall]
-    shown = fit_budget(lines, s.budget_chars) if lines else []
-    cut = next((i for i, sh in enumerate(shown) if sh.cut), len(shown) if len(shown) < len(lines) else None)
+    rec_lines = [ln for ln in res.all_lines() if ln.block == 'recall']
+    shown = fit_lines(rec_lines, s.budget_chars) if rec_lines else []
+    cut = next((i for i, sh in enumerate(shown) if sh.cut), len(shown) if len(shown) < len(rec_lines) else None)
     block = {x.id: x for x in recall}
     rows = []
     for n, x in enumerate([*(scores.get(b.id) or score(b.candidate, obs.now, s) for b in recall), *rest, *gone], 1):
         r = x.row()
-        rk, why = in_result.get(x.id), block[x.id].reason if x.id in block else None
+        rk, b = in_result.get(x.id), block.get(x.id)
+        src_of = list(getattr(b, 'source_of', ()) or links.get(x.id, ()))
         budget = None if rk is None else ('shown' if cut is None or rk - 1 < cut else 'cut' if rk - 1 == cut and shown[cut:cut + 1] and shown[cut].cut else 'dropped')
-        slot = 'flashbulb' if 'flashbulb slot' in (why or '') else 'source' if source_facts_of(why) else None
+        slot = 'flashbulb' if b is not None and b.slot == Slot.FLASHBULB else 'source' if b is not None and src_of else None
+        ex = excluded.get(x.id)
         r.update(order=n, rank=rk, in_result=rk is not None, date=_day(x.item.created_at), stored_importance=x.item.importance,
-                 cosine=x.candidate.relevance, key=key(x), slot=slot, reason=why, excluded=excluded.get(x.id),
-                 source_of=list(links.get(x.id, ())) or source_facts_of(why), added=x.id in added_ids, budget=budget, mode=mode)
+                 cosine=x.candidate.relevance, key=key(x), slot=slot, reason=None if b is None else b.why,
+                 excluded=None if ex is None else ex.value, excluded_why=None if ex is None else ex.text,
+                 source_of=src_of, added=x.id in added_ids, budget=budget, mode=mode)
         rows.append({k: r[k] for k in ROW_KEYS})
-    text = replace(obs, recall=list(recall), window=win).text
+    text = replace(obs, result=res, window=win).text
     return Ranking(s, mode, list(recall), rows, win, text, shown, cut, excluded)
 
 def explain(service: MemoryService, scope: MemoryScope, history_or_query, settings: Settings | None = None) -> list[dict]:
@@ -317,7 +302,7 @@ def _hover(r) -> str:
              f"pools: {e(', '.join(r['pools']) or '-')}; cosine: {cos}; cue: {r['cue']:.2f}",
              f"total {r['total']:.3f} = " + ' + '.join(f"{c[:3]} {r['w_' + c]:.3f}" for c in COMPONENTS)]
     if r['reason']: lines.append(e(r['reason']))
-    if r['excluded']: lines.append('excluded: ' + e(r['excluded']))
+    if r['excluded']: lines.append('excluded: ' + e(r['excluded_why']))
     if r['source_of']: lines.append('source turn of fact ' + e(', '.join(r['source_of'])) + (' (added by source recall)' if r['added'] else ''))
     return '<br>'.join(lines)
 
@@ -418,7 +403,7 @@ def panel_html(case: Probe, ranking: Ranking) -> str:
         h.append(f"<tr><td>{pool}</td><td>{len(ids)}</td><td>{', '.join(_ref(by, r['id']) for r in ids[:12])}{' …' if len(ids) > 12 else ''}</td></tr>")
     h.append("</table>")
     if ranking.excluded:
-        h.append("<h4>Excluded</h4><ul>" + ''.join(f"<li>{_ref(by, i)} — {_e(why)}</li>" for i, why in
+        h.append("<h4>Excluded</h4><ul>" + ''.join(f"<li>{_ref(by, i)} — {_e(why.text)}</li>" for i, why in
                  sorted(ranking.excluded.items(), key=lambda p: by[p[0]]['order'] if p[0] in by else 1e9)) + "</ul>")
     links = source_links(obs.candidates)
     if links:
@@ -429,7 +414,7 @@ def panel_html(case: Probe, ranking: Ranking) -> str:
             how = ('already a candidate' if tid in cand else 'added by source recall' if tid in fetched else
                    'not added: deleted, unreadable or filtered (S-8.1)')
             state = ('' if r is None else '; source recall is off' if ranking.mode != 'source' else
-                     f"; block #{r['rank']}" if r['rank'] else f"; {r['excluded']}" if r['excluded'] else '; ranked below k')
+                     f"; block #{r['rank']}" if r['rank'] else f"; {r['excluded_why']}" if r['excluded'] else '; ranked below k')
             h.append(f"<li>fact {', '.join(_ref(by, f) for f in fids)} → turn {_ref(by, tid)} ({how}{_e(state)})</li>")
         h.append("</ul>")
     lines = [item_line(x.item) for x in ranking.recall]
