@@ -5,8 +5,8 @@ Extracted facts are semantic (every agent of the user reads them), but their `fr
 (b) an id that exists only in ANOTHER user's collection (ids are per-user collections),
 (c) a thought log (readable, but never recall material, S-6.5),
 (d) a deleted turn.
-For every reader and query, every item returned by `source_candidates`, by `MemoryService.recall_with_sources`
-on `gather` output, and by `observe`, must satisfy the pure-model oracle:
+For every reader and query, every item returned by `source_candidates`, by the recall pipeline (`recall.recall`),
+and by `observe`, must satisfy the pure-model oracle:
     item.user_id == reader.user_id  and  team.policy(reader.agent_id).may_read(item)  and  item.source != 'thought'.
 `test_oracle_catches_a_leak` proves the check can fail: with the fetch deliberately bypassing the policy
 (the writing agent's scope, another user's scope, no thought filter) the oracle reports the leak."""
@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-import jarvis_memory.rerank as rr
+import jarvis_memory.recall as rr
 from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
@@ -44,9 +44,9 @@ def recall_outputs(svc: MemoryService, reader: MemoryScope, query: str, *, with_
     "Everything source recall hands back for one query: the added candidates, the block, and observe's block."
     terms = query_terms(query)
     qv = svc.store.embedder.embed_one(query, query=True)
-    cands = svc.gather(reader, query, terms)
+    cands = rr.gather(svc.store, reader, query, terms, svc.settings)
     src = rr.source_candidates(svc.store, reader, cands, query_embedding=qv, terms=terms)
-    block = svc.recall_with_sources(reader, cands, now=T0, query_embedding=qv, terms=terms, k=5)
+    block = rr.recall(svc.store, reader, query, svc.settings, now=T0, k=5, core=()).recall
     obs = svc.observe(reader, [{'role': 'user', 'content': query}], now=T0).recall if with_observe else []
     return cands, [c.item for c in src], [s.item for s in block], [s.item for s in obs]
 
@@ -96,7 +96,7 @@ def test_fixed_scenario_never_leaks(world):
     seen = {r: set() for r in READERS}
     for reader, q in itertools.product(READERS, QUERIES):
         cands, src, block, obs = recall_outputs(svc, reader, q)
-        for what, items in (('source_candidates', src), ('recall_with_sources', block), ('observe', obs)):
+        for what, items in (('source_candidates', src), ('recall', block), ('observe', obs)):
             bad = oracle_violations(items, reader, TEAM)
             assert not bad, (reader, q, what, bad)
         seen[reader] |= {it.id for it in src + block}
@@ -108,7 +108,7 @@ def test_fixed_scenario_never_leaks(world):
     assert w['main_turn'].id not in seen[ak]
     assert w['thought'].id not in set().union(*seen.values())
     assert 'only-in-bob' not in seen[am] | seen[ak]          # alice's fact -> bob's id: not found in alice's collection
-    cands = {c.id for q in QUERIES for c in svc.gather(am, q, query_terms(q))}
+    cands = {c.id for q in QUERIES for c in rr.gather(svc.store, am, q, query_terms(q), svc.settings)}
     assert {w['f_karen'].id, w['f_bob_id'].id, w['f_thought'].id, w['f_gone'].id} <= cands
 
 
@@ -228,7 +228,7 @@ def test_random_populations_never_leak(rand_path):
                 pol = team.policy(a)
                 for q in queries:
                     cands, src, block, obs = recall_outputs(svc, reader, q)
-                    for what, got in (('source_candidates', src), ('recall_with_sources', block), ('observe', obs)):
+                    for what, got in (('source_candidates', src), ('recall', block), ('observe', obs)):
                         bad = oracle_violations(got, reader, team)
                         assert not bad, (what, reader, q, bad)
                     stats['sources_returned'] += len(src)

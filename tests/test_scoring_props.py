@@ -4,7 +4,7 @@ import random
 from hypothesis import given, settings as hsettings, strategies as st
 
 from jarvis_memory.scope import MemoryItem, MemoryScope
-from jarvis_memory.scoring import (Candidate, core_facts, decayed_importance, excluded_reason, rank, recency,
+from jarvis_memory.scoring import (Slot, Candidate, core_facts, decayed_importance, excluded_reason, rank, recency,
                                    score)
 from jarvis_memory.settings import Settings
 
@@ -54,7 +54,7 @@ def test_rank_invariants(specs, cands, k, n_window, seed):
     # the slot changes at most the last item, and only to bring in a flashbulb item
     assert [s.id for s in fb[:-1]] == [s.id for s in plain[:-1]]
     if fb and fb[-1].id != plain[-1].id:
-        assert fb[-1].flashbulb and fb[-1].reason and not any(s.flashbulb for s in plain)
+        assert fb[-1].flashbulb and fb[-1].slot == Slot.FLASHBULB and fb[-1].why and not any(s.flashbulb for s in plain)
     any_fb = any(score(c, NOW, S).flashbulb for c in cs if c.id in eligible)
     if k > 0 and any_fb: assert any(s.flashbulb for s in fb)                  # S-6.4
     # input order does not matter
