@@ -111,6 +111,23 @@ def test_probe_counts(bench):
     assert {q.id for q in bench.questions if q.category == 5} == {q.id for q in probes(bench)}
 
 
+def test_every_conversation_has_probes(bench):
+    per_conv = Counter(q.conversation_id for q in probes(bench))
+    for c in bench.conversations:
+        assert per_conv[c.id] >= 3, (c.id, per_conv[c.id])
+
+
+def test_mid_conversation_questions(bench):
+    "Questions asked mid-conversation (not probes) are the user's own line at `asked_after`; each language has some."
+    mid = [q for q in bench.questions if 'asked_after' in q.meta and 'probe' not in q.meta]
+    for l in MIN_QUESTIONS:
+        assert sum(lang(bench, q) == l for q in mid) >= 3, l
+    for q in mid:
+        c = bench.conversation(q.conversation_id)
+        s, t = c.turn_sessions()[q.meta['asked_after']]
+        assert t.speaker == c.meta['user'] and t.text == q.question, q.id
+
+
 def test_probes_follow_the_convention(bench):
     for q in probes(bench):
         c = bench.conversation(q.conversation_id)
