@@ -1,7 +1,7 @@
 "Property tests for jarvis_memory.grounding (issue 17; SPEC S-7): total on any text, and the grounding rules hold by construction."
 from hypothesis import assume, given, settings as hsettings, strategies as st
 
-from jarvis_memory.grounding import (KEYS, KINDS, Reason, TAXONOMY, canonical_key, fact_kind, grounded, is_negative,
+from jarvis_memory.grounding import (KEYS, FACT_KINDS, Reason, TAXONOMY, canonical_key, fact_kind, grounded, is_negative,
                                      load_facts, score_extraction)
 from jarvis_memory.language import content_terms, is_contentless
 
@@ -23,7 +23,7 @@ def test_grounded_is_total(key, value, utterance, lang):
     assert isinstance(g.reason, Reason) and g.ok == (g.reason is Reason.GROUNDED)
     assert 0.0 <= g.support <= 1.0
     assert canonical_key(key, 'ko') in KEYS['ko'] and canonical_key(key, 'en') in KEYS['en']
-    assert fact_kind(key, value) in KINDS
+    assert fact_kind(key, value) in FACT_KINDS
 
 
 @hsettings(max_examples=150, deadline=None)
