@@ -9,13 +9,15 @@ from __future__ import annotations
 import bisect, functools, json, re, threading, unicodedata, warnings
 from collections.abc import Iterable, Mapping
 
-from .scope import MemoryInputError
+from .scope import MemoryInputError, MemoryUnavailable
 
 # %% auto #0
-__all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'TextError', 'clean_text', 'strip_punct',
+__all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'KO_LIGHT_STEMS', 'KO_COURTESY', 'KO_ACK',
+           'EN_FUNCTION', 'EN_COURTESY', 'EN_ACK', 'EN_REQUEST', 'TextError', 'clean_text', 'strip_punct',
            'strip_particles_list', 'kiwi_available', 'get_kiwi', 'KiwiStripper', 'query_terms', 'contains_term',
            'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'recall_query', 'pattern_hint_wanted',
-           'conversation_language', 'text_language', 'language_instruction']
+           'conversation_language', 'text_language', 'language_instruction', 'content_terms', 'content_count',
+           'is_contentless']
 
 # %% ../nbs/12_particles.ipynb #ea233269
 class TextError(MemoryInputError):
@@ -378,3 +380,153 @@ def language_instruction(lang: str) -> str:
     "The sentence that ends a summary prompt: '반드시 한국어로 작성하세요.' or 'Write in English only.' (S-11.3)."
     if lang not in _INSTRUCTIONS: raise TextError(f"lang must be one of {LANGUAGES}, got {lang!r}")
     return _INSTRUCTIONS[lang]
+
+# %% ../nbs/12_particles.ipynb #d52d0fe8
+# Kiwi tags of content: noun-like ones (merged inside a word) and VV/VA stems; J*, E*, XS*, VCP/VCN, VX, IC, NP, MM,
+# MAG, MAJ, NNB (except a counter after a number) and symbols never are.
+_KO_NOUNISH = ('NNG', 'NNP', 'NR', 'SN', 'SL', 'SH', 'XR')
+# Closed classes, by the stem Kiwi gives (not whole utterances):
+KO_LIGHT_STEMS = frozenset('하 되 있 없 않 그러 그렇 이러 이렇 저러 저렇 어떻 어쩌 같 알 싶 말'.split())  # grammar only
+KO_COURTESY = frozenset('감사 고맙 죄송 미안 수고 안녕 실례 반갑 부탁 여보세요 천만 별말씀'.split())   # thanks, greetings
+KO_ACK = frozenset('좋 괜찮 맞 그래 별일 물론 당연 그럼 다행'.split())                        # answers on their own
+_KO_REQUEST_AUX = frozenset('주 드리'.split())                                       # 알려줘, 알려 드릴까요
+
+EN_FUNCTION = frozenset("""don doesn didn isn wasn aren weren haven hasn hadn couldn wouldn shouldn won can
+ a an the and or but nor if so then than as of in on at to for from by with about into onto
+ over under up down out off per via is are was were be been being am 'm 're 's 've 'd 'll do does did done doing have
+ has had having will would shall should can could may might must ca wo sha get got gets getting gonna wanna gotta
+ i me my mine myself we us our ours you your yours yourself he him his she her hers they them their theirs it its this
+ that these those there here what which who whom whose when where why how some any all each every both either neither
+ not no never n't none nothing just also too very really quite pretty actually maybe perhaps well now still even only
+ again already yet ever much many more most lot lots bit kind sort thing things stuff one something anything same""".split())
+EN_COURTESY = frozenset("""ok okay k kk yes yeah yep yup ya no nope nah hi hello hey bye goodbye cya thanks thank thx ty
+ please pls plz sorry welcome oh ah uh um umm hmm hm mhm huh wow lol haha hahaha oops aw yay cheers dear""".split())
+EN_ACK = frozenset("""good great fine nice cool right sure perfect awesome alright true exactly indeed agreed understood
+ sounds see know think mean guess glad""".split())
+EN_REQUEST = frozenset('tell show recommend suggest explain remind help let give find check look'.split())
+_EN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)*|\d+(?:[.:,/-]\d+)*")
+_EN_CLAUSE = re.compile(r'[.!?;:\n]+')
+_EN_REQUEST_BEFORE = frozenset('you u please pls plz'.split())
+_CONTENT_CHARS = 4000       # content_terms reads at most this much: an utterance, a fact, a short document
+
+def _en_base(word: str) -> str:
+    "A lower-cased English word without its clitic: don't -> do, I'm -> i, Hana's -> hana."
+    w = word.lower().replace('’', "'")
+    if "'" not in w: return w
+    base, clitic = w.split("'", 1)
+    return base[:-1] if clitic == 't' and base.endswith('n') and base not in ('ain',) else base
+
+def _en_terms(text: str, *, ack: bool) -> list[str]:
+    out = []
+    for clause in _EN_CLAUSE.split(text):
+        prev = None
+        for m in _EN_WORD.finditer(clause):
+            w = _en_base(m.group())
+            first, p = prev is None, prev
+            prev = w
+            if not w or w in EN_FUNCTION or w in EN_COURTESY or (len(w) == 1 and not w.isdigit()): continue
+            if w in EN_REQUEST and (first or p in _EN_REQUEST_BEFORE): continue
+            if ack and w in EN_ACK: continue
+            out.append(w)
+    return out
+
+def _request_verbs(toks) -> set[int]:
+    "Indices of tokens in a request frame: a verb, then the auxiliary 주/드리 with no past tense after it (알려줘)."
+    drop = set()
+    for i, t in enumerate(toks):
+        if t.form not in _KO_REQUEST_AUX or not _tag(t).startswith(('VX', 'VV')) or i < 2: continue
+        if not _tag(toks[i - 1]).startswith('EC'): continue
+        j = i + 1
+        if j < len(toks) and _tag(toks[j]) == 'EP': continue          # 보내 줬어요: past, not a request
+        v = i - 2
+        if not _tag(toks[v]).startswith(('VV', 'VA', 'XSV', 'XSA')): continue
+        drop.add(v)
+        if _tag(toks[v]).startswith('XSV') or toks[v].form == '하':    # 추천(을 좀) 해줘: the noun goes too
+            k = v - 1
+            while k >= 0 and (_tag(toks[k]).startswith(('J', 'MAG'))): k -= 1
+            if k >= 0 and _tag(toks[k]).startswith('NNG'): drop.add(k)
+    return drop
+
+_LATIN_RUN = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)*")
+
+def _ko_units(text: str):
+    "Content units `(term, kind)` of `text`, kind 'noun' or 'pred', in order: Kiwi reads the Hangul, the English rule the Latin."
+    latin = [(m.start(), m.group()) for m in _LATIN_RUN.finditer(text)]
+    hangul = _LATIN_RUN.sub(lambda m: ' ' * len(m.group()), _BAD_CHARS.sub(' ', text))   # same length: offsets hold
+    units = [(s, u) for s, u in _kiwi_units(hangul)] + [(s, (w, 'latin')) for s, w in latin]
+    return [u for _, u in sorted(units, key=lambda x: x[0])]
+
+@functools.lru_cache(maxsize=1024)
+def _alone_predicate(word: str):
+    "Guard for Kiwi's guess of an unknown word: if `word` read alone is a whole predicate (stem + final ending,"
+    "'고마워요'), its stems as `(stem, 'pred')` units; else None (a real name such as 하은 is left alone)."
+    toks = get_kiwi().tokenize(word)
+    if not toks or not _tag(toks[-1]).startswith('EF') or any(_tag(t).startswith(_KO_NOUNISH) for t in toks): return None
+    return tuple((t.form, 'pred') for t in toks if _tag(t).startswith(('VV', 'VA')))
+
+def _kiwi_units(text: str):
+    toks = get_kiwi().tokenize(text)
+    drop = _request_verbs(toks)
+    units, run = [], []                                   # run: indices of adjacent noun-like tokens inside one word
+    def flush():
+        if not run: return
+        s, e = toks[run[0]].start, toks[run[-1]].start + toks[run[-1]].len
+        if any(_tag(toks[k]) != 'IC' and k not in drop for k in run):
+            alone = _alone_predicate(text[s:e]) if any(_tag(toks[k]) == 'NNP' for k in run) else None
+            units.extend((s, u) for u in alone) if alone is not None else units.append((s, (text[s:e], 'noun')))
+        run.clear()
+    for i, t in enumerate(toks):
+        tag = _tag(t)
+        glued = run and toks[run[-1]].start + toks[run[-1]].len == t.start
+        if tag.startswith(_KO_NOUNISH) or (tag == 'NNB' and glued and _tag(toks[run[-1]]) == 'SN') \
+           or (tag == 'IC' and i + 1 < len(toks) and _tag(toks[i + 1]).startswith(('NNG', 'NNP'))
+               and t.start + t.len == toks[i + 1].start):
+            if run and not glued: flush()
+            run.append(i); continue
+        flush()
+        if tag.startswith(('VV', 'VA')) and i not in drop: units.append((t.start, (t.form, 'pred')))
+    flush()
+    return units
+
+def _ko_keep(term: str, kind: str, *, ack: bool) -> str | None:
+    if _JAMO_ONLY.match(term): return None
+    if kind == 'latin':                                       # a Latin word inside Korean: the English rule
+        kept = _en_terms(term, ack=ack)
+        return ' '.join(kept) or None
+    if term in KO_COURTESY or term in KO_STOPWORDS or (kind == 'pred' and term in KO_LIGHT_STEMS): return None
+    if ack and term in KO_ACK: return None
+    return term
+
+@functools.lru_cache(maxsize=4096)
+def _content(text: str, ack: bool) -> tuple[str, ...]:
+    text = clean_text(text[:_CONTENT_CHARS])
+    if _HANGUL_RE.search(text):                                # Kiwi reads Hangul (and Latin inside it)
+        terms = [_ko_keep(t, k, ack=ack) for t, k in _ko_units(text)]
+        terms = [t.lower() for t in terms if t]
+    else: terms = _en_terms(text, ack=ack)                     # no Hangul: the English rule
+    return tuple(dict.fromkeys(t for t in terms if t and strip_punct(t) == t))
+
+def _content_lang(text, lang) -> str:
+    _check_str(text, 'text')
+    if lang is None: return 'ko' if _HANGUL_RE.search(text) else 'en'
+    if lang not in LANGUAGES: raise TextError(f"lang must be one of {LANGUAGES} or None, got {lang!r}")
+    return lang
+
+def content_terms(text: str, lang: str | None = None) -> list[str]:
+    "The content morphemes of `text` by part of speech (Kiwi for Korean, a closed-class rule for English), lower-cased, de-duplicated."
+    lang = _content_lang(text, lang)
+    if _HANGUL_RE.search(text) and not kiwi_available():
+        raise MemoryUnavailable("content_terms needs kiwipiepy for Korean: `pip install 'kiwipiepy>=0.24,<0.25'`")
+    return list(_content(text, False))
+
+def content_count(text: str, lang: str | None = None) -> int:
+    "How many content terms `text` has besides acknowledgement predicates (좋아요, 맞아요, sounds good)."
+    lang = _content_lang(text, lang)
+    if _HANGUL_RE.search(text) and not kiwi_available():
+        raise MemoryUnavailable("content_count needs kiwipiepy for Korean: `pip install 'kiwipiepy>=0.24,<0.25'`")
+    return len(_content(text, True))
+
+def is_contentless(text: str, lang: str | None = None) -> bool:
+    "True when `text` says nothing: no content term left once acknowledgements, greetings and interjections are gone."
+    return content_count(text, lang) == 0
+

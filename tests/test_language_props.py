@@ -90,3 +90,58 @@ def test_query_terms_from_many_threads():
     with ThreadPoolExecutor(8) as ex:
         got = list(ex.map(lambda t: _terms.__wrapped__(t, 'kiwi', 1000), texts))
     assert got == want
+
+
+# --- content terms (issue 12 item 1, issue 17 item 1): what a line says, by part of speech ---
+from jarvis_memory.language import content_count, content_terms, is_contentless
+
+# Endings and particles Kiwi splits off; none of them may ever come back as a content term.
+_ENDINGS = ('요', '어요', '아요', '에요', '예요', '이에요', '습니다', 'ㅂ니다', '세요', '으세요', '다', '지', '죠', '네요',
+            '고', '서', '어서', '는데', '지만', '니까', '어', '아', '야', '자')
+
+def _nouns():
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / 'data' / 'ko_nouns.txt'
+    return [l.strip() for l in path.read_text(encoding='utf-8').splitlines() if l.strip() and not l.startswith('#')]
+_VERBS = ('먹어요', '갔어요', '좋아해요', '아파요', '살아요', '다녀요', '마셨어요', '일해요', '키워요', '나았어요', '싫어해요',
+          '배우고', '만들었는데', '걸어서', '읽었지만', '쉬니까', '먹자', '가세요', '아팠습니다', '이사했다')
+# Real words with real particles and endings: what Kiwi can be held to. (Random syllables are read in random ways.)
+ko_real_word = st.one_of(st.tuples(st.sampled_from(_nouns()), st.sampled_from(('',) + PARTICLES)).map(''.join),
+                         st.sampled_from(_VERBS))
+ko_sentence = st.lists(st.tuples(ko_real_word, st.sampled_from([' ', '? ', ', ', '. ', '! '])).map(''.join),
+                       max_size=12).map(''.join)
+space = st.text(st.sampled_from(' \t\n\u3000'), max_size=4)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.one_of(ko_sentence, text))
+def test_content_terms_shape(s):
+    terms = content_terms(s)
+    assert len(terms) == len(set(terms))
+    for t in terms: assert t and t == t.lower() and t == strip_punct(t) and not any(c.isspace() for c in t)
+    assert 0 <= content_count(s) <= len(terms) and is_contentless(s) == (content_count(s) == 0)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(ko_sentence)
+def test_content_terms_are_never_particles_or_endings(s):
+    for t in content_terms(s):
+        # A one-syllable term may be a real stem or noun (가 'go', 도 'province'); longer particles and endings never are.
+        assert len(t) == 1 or (t not in PARTICLES and t not in _ENDINGS), (s, t)
+        assert not (len(t) > 1 and t[-1] in '요' and t[:-1] in ('어', '아', '에', '세', '네', '이에', '예')), (s, t)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.one_of(ko_sentence, text), space, space)
+def test_content_terms_stable_under_surrounding_whitespace(s, left, right):
+    assert content_terms(left + s + right) == content_terms(s)
+    assert is_contentless(left + s + right) == is_contentless(s)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(['네', '예', '응', '어', '아', '음', '여보세요', '그럼요', '네네', '예예', 'ok', 'okay', 'thanks',
+                                 'yes', 'yeah', 'hmm', '감사합니다', '고마워요', '안녕하세요']), min_size=1, max_size=5),
+       st.sampled_from(['', '.', '?', '!', '~', '...']))
+def test_acknowledgements_in_any_order_say_nothing(words, end):
+    # Any sequence of interjections and greetings stays contentless: the rule is by part of speech, not by utterance.
+    assert is_contentless(' '.join(words) + end), (words, end)

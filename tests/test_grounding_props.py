@@ -1,0 +1,75 @@
+"Property tests for jarvis_memory.grounding (issue 17; SPEC S-7): total on any text, and the grounding rules hold by construction."
+from hypothesis import assume, given, settings as hsettings, strategies as st
+
+from jarvis_memory.grounding import (KEYS, FACT_KINDS, Reason, TAXONOMY, canonical_key, fact_kind, grounded, is_negative,
+                                     load_facts, score_extraction)
+from jarvis_memory.language import content_terms, is_contentless
+
+any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=120)
+syllable = st.integers(0xAC00, 0xD7A3).map(chr)
+ko_text = st.lists(st.text(syllable, min_size=1, max_size=4), max_size=8).map(' '.join)
+text = st.one_of(any_text, ko_text)
+SENTENCES = ['허리가 아파서 병원에 다녀왔어요', '서울에서 딸이랑 같이 살아요', '고양이 나비는 열두 살이에요', '매주 화요일에 수영을 배워요',
+             '커피는 디카페인만 마셔요', 'I moved to Busan for a new teaching job', 'My daughter Grace takes me shopping',
+             'I work night shifts at the hospital', 'Our dog Buster loves the beach']
+ACKS = ['네', '예', '응', '여보세요', '그럼요', '네네', 'ok', 'okay', 'thanks', 'yes', 'hmm', '감사합니다', '고마워요']
+keys = st.one_of(st.sampled_from([t.ko for t in TAXONOMY] + [t.en for t in TAXONOMY]), text)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(keys, text, text, st.sampled_from([None, 'ko', 'en']))
+def test_grounded_is_total(key, value, utterance, lang):
+    g = grounded(key, value, utterance, lang)
+    assert isinstance(g.reason, Reason) and g.ok == (g.reason is Reason.GROUNDED)
+    assert 0.0 <= g.support <= 1.0
+    assert canonical_key(key, 'ko') in KEYS['ko'] and canonical_key(key, 'en') in KEYS['en']
+    assert fact_kind(key, value) in FACT_KINDS
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(keys, st.one_of(text, st.sampled_from(SENTENCES)), st.lists(st.sampled_from(ACKS), min_size=1, max_size=4),
+       st.sampled_from(['', '.', '?', '!']), st.one_of(st.none(), st.sampled_from(SENTENCES)))
+def test_no_fact_from_a_contentless_utterance(key, value, acks, end, asked):
+    # Whatever the value and whatever the agent asked, "네 네." grounds nothing (issue 17: "이름: 네", "직업: 미용사" from "네").
+    g = grounded(key, value, ' '.join(acks) + end, asked=asked)
+    assert not g.ok and g.reason is Reason.CONTENTLESS_SOURCE
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.sampled_from(SENTENCES), st.data())
+def test_the_users_own_words_are_grounded(utterance, data):
+    # A value made of content terms of the utterance itself is supported (under any key but 'name', which asks for more).
+    terms = content_terms(utterance)
+    chosen = data.draw(st.lists(st.sampled_from(terms), min_size=1, max_size=len(terms), unique=True))
+    value = ' '.join(chosen)
+    assume(not is_negative(value))
+    key = data.draw(st.sampled_from([t.ko for t in TAXONOMY[:8]] + [t.en for t in TAXONOMY[:8]]))
+    g = grounded(key, value, utterance)
+    assert g.ok, (key, value, utterance, g)
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.sampled_from(SENTENCES), st.sampled_from(['알레르기', '건강', 'allergy', 'health']),
+       st.sampled_from(['없음', '없어요', 'none', 'no allergies', '알레르기 없음']))
+def test_negatives_need_a_negation(utterance, key, value):
+    # None of SENTENCES negates anything, so a negative value from them is always invented.
+    assert is_negative(value) and not is_negative(utterance)
+    assert grounded(key, value, utterance).reason in (Reason.INVENTED_NEGATIVE, Reason.UNSUPPORTED)
+    assert not grounded(key, value, utterance).ok
+
+
+_DOC = load_facts()
+_GOLD = {s['id']: s['facts'] for s in _DOC['sessions']}
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.data())
+def test_scores_are_bounded_and_monotone(data):
+    # Any subset of the gold facts is all precise; adding facts never lowers the matched count.
+    sub = {sid: data.draw(st.lists(st.sampled_from(fs), unique_by=lambda f: (f['key'], f['value']), max_size=len(fs)))
+           for sid, fs in _GOLD.items() if fs}
+    sc = score_extraction(sub, _DOC)
+    for x in sc.values():
+        assert 0.0 <= x.recall <= 1.0 and (x.predicted == 0 or x.precision == 1.0)
+    full = score_extraction(_GOLD, _DOC)
+    assert all(full[l].matched >= sc[l].matched for l in sc)
