@@ -18,49 +18,12 @@ sys.path[:0] = [str(ROOT / 'tests'), str(ROOT)]
 import openai
 from servers import llama_server
 from jarvis_memory.llm import FACTS_SCHEMA, LLM, LLMError, find_gguf
+from jarvis_memory.consolidation import extraction_messages
 from jarvis_memory.settings import Settings
 
-# The extraction prompt measured here (consolidation, S-7.2/S-7.3, reuses it). `{...}` parts are filled per call.
-SYSTEM = """You maintain a long-term memory about the user. From the user's messages below, extract durable facts about the user: identity, family, pets, job, home and moves, health and allergies, lasting preferences, plans, relationships, ongoing projects. Skip greetings, one-off requests, questions, and anything not stated by the user.
-Write each fact as a short topic (key) and a short self-contained statement about the user (value), so that `topic: value` reads well on its own, in the language of the conversation.
-importance (0 to 1): 0.9 health and safety (allergies, conditions); 0.7-0.8 home, work, family, pets, plans; 0.5-0.6 lasting preferences; below 0.5 trivia.
-Answer with JSON only: {"facts": [{"key": ..., "value": ..., "importance": ...}]}, or {"facts": []} when there is nothing durable.
-
-Example
-User messages:
-1. {ex_user}
-Answer: {ex_answer}
-
-{lang_rule}"""
-EXAMPLES = {
-    'ko': ('나 요즘 회사 그만두고 제과 학원 다녀. 새우 먹으면 두드러기 나고, 커피는 디카페인만 마셔.',
-           {'facts': [{'key': '직업', 'value': '회사를 그만두고 제과 학원에 다님', 'importance': 0.7},
-                      {'key': '알레르기', 'value': '새우를 먹으면 두드러기가 남', 'importance': 0.9},
-                      {'key': '커피 취향', 'value': '디카페인 커피만 마심', 'importance': 0.6}]}),
-    'en': ("I quit my job last month and now I'm taking baking classes. Shrimp gives me hives, and I only drink decaf.",
-           {'facts': [{'key': 'job', 'value': 'quit their job; now takes baking classes', 'importance': 0.7},
-                      {'key': 'allergy', 'value': 'gets hives from shrimp', 'importance': 0.9},
-                      {'key': 'coffee preference', 'value': 'only drinks decaf coffee', 'importance': 0.6}]}),
-}
-LANG_RULE = {'ko': 'Write keys and values in Korean. 반드시 한국어로', 'en': 'Write keys and values in English only. in English only'}
+# The extraction prompt is consolidation's own (S-7.2/S-7.3), imported, never copied: a copy drifts.
 SAMPLES = [['나 다음 달에 부산으로 이사 가. 그리고 땅콩 알레르기 있어.'],
            ['I just adopted a dog named Bori and I work as a nurse.']]
-
-
-def language(texts) -> str:
-    "S-11.3's rule: one Hangul letter counts as ten Latin letters. (The `language` module owns the real one.)"
-    s = ' '.join(texts)
-    hangul, latin = len(re.findall(r'[\uac00-\ud7a3\u3131-\u318e]', s)), len(re.findall(r'[A-Za-z]', s))
-    return 'ko' if hangul and hangul * 10 >= latin else 'en'
-
-
-def extraction_messages(utterances: list[str]) -> list[dict]:
-    lang = language(utterances)
-    ex_user, ex_answer = EXAMPLES[lang]
-    system = (SYSTEM.replace('{ex_user}', ex_user).replace('{ex_answer}', json.dumps(ex_answer, ensure_ascii=False))
-              .replace('{lang_rule}', LANG_RULE[lang]))
-    user = 'User messages:\n' + '\n'.join(f'{i}. {u}' for i, u in enumerate(utterances, 1))
-    return [{'role': 'system', 'content': system}, {'role': 'user', 'content': user}]
 
 
 def main():

