@@ -18,7 +18,9 @@ from .scope import MemoryInputError, MemoryScope, MemoryItem, Team, caller_scope
 from .settings import Settings
 from .store import ChromaStore, Filter
 from .embeddings import Embedder, HashingEmbedder, UseEmbedder
-from .service import MemoryService, Observation, fact_topic
+from .service import MemoryService, Observation
+from .core import fact_topic
+from .recall import core_block
 from .llm import FakeLLM
 from .patterns import PATTERN_HEADER          # also adds remember_task_pattern, pattern_block, ... to MemoryService
 import jarvis_memory.consolidation  # noqa: F401            (adds consolidate, end_session, approve_procedure)
@@ -1070,7 +1072,7 @@ def _scenario_b(svc: MemoryService, rows: list, counts=(0, 4, 8, 12, 20, 40)):
                                                 metadata={'topic': fact_topic(text)}))
                 svc.store.put(items)
                 done = n
-            hits[n].append(any(it.content == f for it in svc.core_block(sc)))
+            hits[n].append(any(it.content == f for it in core_block(svc.store, [sc], svc.settings)))
     for n in counts:
         rows.append(ScenarioRow(f'b{n}', f'(b) core fact kept after {n} newer facts', sum(hits[n]), len(hits[n])))
 
@@ -1176,7 +1178,7 @@ def _scenario_e(svc: MemoryService, rows: list, life: dict, asked: list, repeat:
     for _ in range(repeat):
         for sid, msgs in asked:
             t = time.perf_counter(); svc.observe(main.with_session(sid), msgs, now=T0); obs_ms.append(1e3 * (time.perf_counter() - t))
-            t = time.perf_counter(); svc.core_block(main); core_ms.append(1e3 * (time.perf_counter() - t))
+            t = time.perf_counter(); core_block(svc.store, [main], svc.settings); core_ms.append(1e3 * (time.perf_counter() - t))
     n = svc.store.count(main)
     rows.append(ScenarioRow('e-recall', f'(e) recall (observe) p50 / p95, {n} items, query vector memoised', value=f"{_pct(obs_ms, 50):.1f} / {_pct(obs_ms, 95):.1f} ms"))
     rows.append(ScenarioRow('e-embed', '(e) embedding one query p50', value=f"{_pct(emb_ms, 50):.1f} ms"))

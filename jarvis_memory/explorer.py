@@ -22,12 +22,12 @@ from .window import check_history, window, window_turn_numbers, split_turns
 from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_share
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
-from .service import MemoryService, Observation
+from .service import MemoryService, Observation, stored_window_ids
 from .recall import item_line, case_variants, source_candidates, arrange, fit_lines
 from .rerank import joint_rank, source_links
-from . import evaldata
-from .evaldata import (Benchmark, Conversation, Question, Shown, QuestionResult, fit_budget, evaluate,
-                                    turn_line, benefit_tax, project_root)
+from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
+from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
+from .arms import turn_line, run_arm
 
 # %% auto #0
 __all__ = ['DEMO_FORMAT', 'DAY', 'ROW_KEYS', 'COLORS', 'CSS', 'NEW_SESSION', 'ROW_FORMAT', 'METRIC_FIELDS', 'SHOWN_FIELDS',
@@ -72,7 +72,7 @@ def demo_store(path=None, *, embedder=None, settings: Settings | None = None, da
     if data is None: data = json.loads(demo_data_path().read_text(encoding='utf-8'))
     if not isinstance(data, dict) or data.get('format') != DEMO_FORMAT:
         raise ExplorerError(f"explorer demo data must be a JSON object with format {DEMO_FORMAT!r}")
-    bench = bench or Benchmark.from_json(evaldata.sample_benchmark_path())
+    bench = bench or Benchmark.from_json(sample_benchmark_path())
     now = _date(data.get('now'), 'now')
     # KAREN may read JARVIS's (main's) episodes; main may not read KAREN's (S-1.4: rights are one-way)
     team = Team(None, [ReadPolicy('karen', edm=('self', 'main'))])
@@ -209,7 +209,7 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     obs, s = case.observation, settings
     if case.history is not None and split_turns(case.history):
         win = window(case.history, s.stm_turns)
-        in_window = set(window_episode_ids(obs.scope, window_turn_numbers(case.history, s.stm_turns), s))
+        in_window = set(stored_window_ids(obs.scope, case.history, s))
     else:                                   # a bare Observation: the window is as observed
         win = obs.window
         in_window = {i for i, why in obs.excluded.items() if why == Exclusion.IN_WINDOW}
@@ -633,7 +633,7 @@ def question_row(result: QuestionResult, shown: Iterable[Shown], benchmark: str 
     if not isinstance(result, QuestionResult): raise ExplorerError(f"result must be a QuestionResult, got {type(result).__name__}")
     d = asdict(result)
     return {'format': ROW_FORMAT, 'benchmark': benchmark, **{k: d[k] for k in _ID_FIELDS},
-            'shown': [asdict(evaldata.as_shown(s)) for s in shown], 'metrics': {k: d[k] for k in METRIC_FIELDS},
+            'shown': [asdict(as_shown(s)) for s in shown], 'metrics': {k: d[k] for k in METRIC_FIELDS},
             'answer': None, 'judgement': None}
 
 def question_rows(bench: Benchmark, shown_by_question: dict, arm: str) -> list[dict]:
@@ -719,15 +719,15 @@ def raw_demo_arm(conversation: Conversation, questions: list[Question], embedder
                     svc.write(sc, 'turn', turn_line(t), at=t0 + 60 * i, metadata={'turn_id': t.id}, id=natural_id('raw-demo', conversation.id, t.id))
             q_scope, now, out = MemoryScope(uid, 'main', 'questions'), max(times) + DAY, {}
             for q in questions:
-                obs = svc.observe(q_scope, [user_msg(q.question)], now=now)
-                out[q.id] = fit_budget([Shown(item_line(x.item), [x.item.metadata['turn_id']], kind='turn', score=x.total, ref=x.id)
-                                        for x in obs.recall], s.budget_chars)
+                obs = svc.observe(q_scope, [user_msg(q.question)], now=now, budget=s.budget_chars)
+                out[q.id] = [Shown(ln.text, [ln.item.metadata['turn_id']], kind='turn', cut=ln.cut, full_chars=ln.full_chars,
+                                   score=ln.score.total, ref=ln.item.id) for ln in obs.result.lines if ln.block == 'recall']
     return out
 
 def demo_results(bench: Benchmark, embedder, settings: Settings | None = None) -> dict[str, dict[str, dict]]:
     "arm -> question id -> row for the `rag` arm and the `raw-demo` arm on `bench`."
     settings = settings or Settings()
-    rag = evaldata.run_arm('rag', bench, embedder, settings)
+    rag = run_arm('rag', bench, embedder, settings)
     raw = {}
     for c in bench.conversations: raw.update(raw_demo_arm(c, bench.questions_for(c.id), embedder, settings))
     return by_arm([*question_rows(bench, rag, 'rag'), *question_rows(bench, raw, 'raw-demo')])
@@ -823,7 +823,7 @@ def app(path=None, *, embedder=None, settings: Settings | None = None, query: st
     t0 = time.perf_counter()
     svc, scopes = demo_store(path, embedder=embedder, settings=settings)
     ex = RecallExplorer(svc, scopes, query=query, user=user, agent=agent, session=session)
-    bench = Benchmark.from_json(evaldata.sample_benchmark_path())
+    bench = Benchmark.from_json(sample_benchmark_path())
     qb = QuestionBrowser(demo_results(bench, svc.store.embedder, svc.settings), bench)
     tab = W.Tab([ex.widget, qb.widget])
     tab.titles = ('Recall explorer', 'Memory Tax questions')

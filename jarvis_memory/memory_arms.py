@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/memory_arms.html.md"""
 
 # %% ../nbs/34_memory_arms.ipynb #675cf255
 from __future__ import annotations
-import inspect, json, os, re, shutil, sqlite3, tempfile, time
+import json, os, re, shutil, sqlite3, sys, tempfile, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -17,19 +17,19 @@ from .embeddings import Embedder
 from .store import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
 from .language import query_terms, recall_query, text_language
-from .scoring import Candidate, rank
-from .service import MemoryService, item_line
+from .service import MemoryService
+from .recall import BlockLine, collect, item_line
 from .llm import LLM, LLMCache
 from .benchmarks import Conversation, Session, Turn, Question, project_root
 from .metrics import Shown, fit_budget, norm_ws
 from .arms import ARMS, MEMORY_ARMS, MemtaxError, arm
 
 # %% auto #0
-__all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWERS_FORMAT', 'EXTRACTION_CACHE', 'POOL', 'raw_arm',
-           'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds', 'session_times', 'SideTurn',
-           'side_records', 'Side', 'Extraction', 'ConversationMemory', 'ingest', 'AnswerFile', 'LayeredCache',
-           'export_answers', 'extraction_cache_path', 'default_llm', 'item_text', 'shown_item', 'Recall',
-           'recall_questions', 'ExtractionMissing', 'extraction_message']
+__all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWERS_FORMAT', 'EXTRACTION_CACHE', 'POOL', 'NO_CAP',
+           'raw_arm', 'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds', 'session_times',
+           'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'ingest', 'AnswerFile',
+           'LayeredCache', 'export_answers', 'extraction_cache_path', 'default_llm', 'arm_settings', 'shown_item',
+           'Recall', 'recall_questions', 'ExtractionMissing', 'extraction_message']
 
 # %% ../nbs/34_memory_arms.ipynb #9840ccc9
 AGENT = 'main'
@@ -315,33 +315,20 @@ def default_llm(settings: Settings | None = None, answers: str | Path | None = N
 
 # %% ../nbs/34_memory_arms.ipynb #fc1ab0e3
 POOL = 50
+NO_CAP = sys.maxsize          # the arms show what the budget holds: no cap k (S-12.3)
 
-def item_text(mem: ConversationMemory, item: MemoryItem) -> str:
-    "`item_line` with the speakers named: `U:`/`A:` become the two speakers' names, a fact gets its person in brackets."
-    line = item_line(item)
-    if item.kind == 'semantic':
-        sp = mem.speaker_of.get(item.user_id)
-        return f"- [{sp}] {line[2:]}" if sp else line
-    sp, other = item.metadata.get('speaker'), item.metadata.get('answer_speaker')
-    if not sp: return line
-    head, _, body = line.partition(') ')                     # '- (2023-05-08', 'U: ...\nA: ...'
-    if item.source == 'turn' and 'utterance_chars' in item.metadata:
-        u, a = turn_text(item)
-        parts = ([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a and other else [])
-        return f"{head}) " + '\n'.join(parts)
-    if item.source == 'turn_part':
-        body = body.replace('U: ', f"{sp}: ", 1)
-        if other: body = re.sub(r'\n(Answer|답) ?\((\d+)\):', lambda m: f"\n{other} ({m.group(2)}):", body, count=1)
-        return f"{head}) {body}"
-    return f"{head}) {sp}: {body}"                           # a raw line
+def arm_settings(settings: Settings, name: str, pool: int = POOL) -> Settings:
+    "The settings a memory arm recalls with: its ranking (S-8.3: joint for `turns+src`) and `pool` candidates per pool."
+    return settings.replace(source_recall=name == 'turns+src', pool_size=max(settings.pool_size, pool))
 
-def shown_item(mem: ConversationMemory, item: MemoryItem, score: float | None = None) -> Shown:
-    "How a recalled item reaches the reader (`item_text`), with the LoCoMo lines it holds or was derived from."
-    text = item_text(mem, item)
+def shown_item(mem: ConversationMemory, line: BlockLine) -> Shown:
+    "A line of the recall block as the reader got it, with the LoCoMo lines it holds or was derived from."
+    item, score = line.item, None if line.score is None else line.score.total
+    common = dict(cut=line.cut, full_chars=line.full_chars or len(line.text), score=score, ref=item.id)
     if item.kind == 'semantic':
-        return Shown(text, [], list(mem.turn_sources.get(item.metadata.get('from_episode'), [])), kind='fact', score=score, ref=item.id)
+        return Shown(line.text, [], list(mem.turn_sources.get(item.metadata.get('from_episode'), [])), kind='fact', **common)
     kind = 'piece' if item.source == 'turn_part' else 'turn'
-    return Shown(text, list(item.metadata.get('dia_ids') or []), kind=kind, score=score, ref=item.id)
+    return Shown(line.text, list(item.metadata.get('dia_ids') or []), kind=kind, **common)
 
 @dataclass
 class Recall:
@@ -370,8 +357,7 @@ def _gold_rank(ranked: list[Shown], gold: dict[str, str]) -> dict:
 def recall_questions(mem: ConversationMemory, questions: list[Question], settings: Settings | None = None,
                      arms: Iterable[str] = ('raw', 'turns', 'turns+src'), pool: int = POOL,
                      on_question: Callable | None = None) -> dict[str, dict[str, Recall]]:
-    "Each memory arm's recall of each question from a replayed conversation -> {arm: {question id: Recall}}."
-    from jarvis_memory.rerank import source_candidates, joint_rank
+    "Each memory arm's recall of each question from a replayed conversation -> {arm: {question id: Recall}}, through the recall pipeline."
     settings = settings or Settings()
     arms = tuple(arms)
     bad = [a for a in arms if a not in MEMORY_ARMS]
@@ -379,36 +365,26 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     need = {MEMORY_ARMS[a] for a in arms}
     if not need <= set(mem.families): raise MemtaxError(f"arms {arms} need families {sorted(need)}, the conversation was ingested with {mem.families}")
     if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1: raise MemtaxError(f"pool must be an int >= 1, got {pool!r}")
-    svc, conv, now = mem.service, mem.conversation, mem.now
-    extra = max(0, pool - svc.settings.pool_size)
-    s_comp, s_src = settings.replace(source_recall=False), settings.replace(source_recall=True)
+    store, conv, now = mem.service.store, mem.conversation, mem.now
     lines = {t.id: t.text for t in conv.turns}
-    emb = svc.store.embedder
+    emb = store.embedder
     queries = [recall_query(q.question, None, query_chars=settings.query_chars, min_chars=settings.deixis_min_chars) for q in questions]
     qvecs = emb.embed(queries, query=True) if emb is not None and queries else [None] * len(queries)   # one batch (and cache) for all
     out = {a: {} for a in arms}
-    takes_qv = 'query_embedding' in inspect.signature(svc.gather).parameters
-    def gather(scope, query, terms, qv):
-        kw = {'query_embedding': qv} if takes_qv and qv is not None else {}
-        return svc.gather(scope, query, terms, extra=extra, **kw)
     for q, query, qv in zip(questions, queries, qvecs):
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
         terms = query_terms(query)
         gold = {e: lines[e] for e in q.evidence if e in lines}
-        def finish(a, scores, n):
-            ranked = [shown_item(mem, s.item, s.total) for s in scores]
-            out[a][q.id] = Recall(fit_budget(ranked, settings.budget_chars), n, sum(len(x.text) for x in ranked), _gold_rank(ranked, gold))
-        if 'raw' in arms:
-            cands = [c for side in mem.sides for c in gather(side.raw_scope, query, terms, qv)]
-            finish('raw', rank(cands, now, s_comp, k=len(cands)), len(cands))
-        if 'turns' in arms or 'turns+src' in arms:
-            per_side = [(side, gather(side.scope, query, terms, qv)) for side in mem.sides]
-            cands = [c for _, cs in per_side for c in cs]
-            if 'turns' in arms: finish('turns', rank(cands, now, s_comp, k=len(cands)), len(cands))
-            if 'turns+src' in arms:
-                srcs = [c for side, cs in per_side for c in source_candidates(svc.store, side.scope, cs, query_embedding=qv, terms=terms)]
-                allc = cands + srcs
-                finish('turns+src', joint_rank(allc, now, s_src, k=len(allc)), len(allc))
+        reads = {}                                   # family -> Collected: one store read serves turns and turns+src
+        for a in arms:
+            fam, s = MEMORY_ARMS[a], arm_settings(settings, a, pool)
+            if fam not in reads:
+                scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides]
+                reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns')
+            res = reads[fam].arrange(now, s, k=NO_CAP, budget=s.budget_chars)
+            ranked = [shown_item(mem, ln) for ln in res.all_lines()]
+            out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),
+                                  sum(len(x.text) for x in ranked), _gold_rank(ranked, gold))
         if on_question is not None: on_question(q)
     return out
 

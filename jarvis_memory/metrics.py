@@ -13,7 +13,9 @@ from typing import Callable, Iterable, NamedTuple
 
 import numpy as np
 
+from .scope import MemoryInputError
 from .benchmarks import Benchmark, Conversation, Question, EvalError
+from .recall import fit_lines
 
 # %% auto #0
 __all__ = ['RATE_METRICS', 'MEAN_METRICS', 'ABSTAIN_PHRASES', 'Shown', 'as_shown', 'fit_budget', 'norm_ws', 'turn_visible',
@@ -43,22 +45,17 @@ def as_shown(x) -> Shown:
         if isinstance(s, Shown): return s
     raise EvalError(f"an item must be a str, Chunk or Shown, got {type(x).__name__}: {str(x)[:60]!r}")
 
-def fit_budget(items: Iterable, budget: int | None = 5120) -> list[Shown]:
-    "Items in rank order until `budget` characters; the overflowing item is cut to fit, nothing after it (S-12.3)."
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise EvalError(f"budget must be an int >= 1 or None, got {budget!r}")
-    out, left = [], budget
+def _shown_items(items: Iterable):
     for i, x in enumerate(items):
         s = as_shown(x)
         if not isinstance(s.text, str) or not s.text: raise EvalError(f"item {i} has empty or non-string text: {s.text!r}")
-        n = len(s.text)
-        if left is None or n <= left:
-            out.append(replace(s, cut=False, full_chars=n))
-            if left is not None: left -= n
-        else:
-            out.append(replace(s, text=s.text[:left], cut=True, full_chars=n)); left = 0
-        if left is not None and left <= 0: break      # stop before pulling the next item
-    return out
+        yield s
+
+def fit_budget(items: Iterable, budget: int | None = 5120) -> list[Shown]:
+    "Items in rank order until `budget` characters; the overflowing item is cut to fit, nothing after it (S-12.3): the recall pipeline's `fit_lines`."
+    try: return fit_lines(_shown_items(items), budget)           # lazy: stops before pulling the item after the budget
+    except EvalError: raise
+    except MemoryInputError as e: raise EvalError(str(e)) from None
 
 # %% ../nbs/32_metrics.ipynb #5ad24882
 def norm_ws(s: str) -> str:

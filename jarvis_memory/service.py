@@ -22,8 +22,8 @@ from .consolidation import Consolidation
 from .patterns import Patterns
 
 # %% auto #0
-__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'Observation', 'MemoryService', 'observe', 'reinforce', 'forget_session',
-           'recall_episodes']
+__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'Observation', 'MemoryService', 'stored_window_ids', 'observe', 'reinforce',
+           'forget_session', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -77,6 +77,12 @@ class MemoryService(Consolidation, Patterns):
     "Long-term memory for one agent harness: `observe` before the model, `record_turn` and `reinforce` after (S-3–S-10)."
 
 # %% ../nbs/20_service.ipynb #2c53f458
+def stored_window_ids(scope: MemoryScope, history, settings: Settings) -> list[str]:
+    "Ids of the stored episodes of the turns inside the window (S-3.3); the turn in progress is not stored yet."
+    turns = split_turns(history)
+    numbers = window_turn_numbers(history, settings.stm_turns) - ({turns[-1].number} if turns and not turns[-1].complete else set())
+    return window_episode_ids(scope, numbers, settings)
+
 def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | None = None, k: int | None = None,
             budget: int | None = None, query_embedding=None) -> Observation:
     "The prompt for the next model call: the window and the memory blocks, with the data behind them."
@@ -93,7 +99,7 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
         if pattern_hint_wanted(utterance): obs.hints.append(f"{PATTERN_HINT_HEADER}\n{PATTERN_HINT}")
         pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
         obs.pattern_text, obs.patterns = self.pattern_block(scope, pattern_text)
-    in_window = window_episode_ids(scope, window_turn_numbers(msgs, s.stm_turns), s) if turns else []
+    in_window = stored_window_ids(scope, msgs, s)
     obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
                         k=k, budget=budget, window_ids=in_window)
     if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from jarvis_memory.benchmarks import Benchmark
-except ImportError:
-    from jarvis_memory.evaldata import Benchmark
+from jarvis_memory.benchmarks import Benchmark
 
 PATH = Path(__file__).resolve().parent.parent / 'data' / 'jarvis_dialogues.json'
 STYLES = ('care-call', 'assistant', 'work')
