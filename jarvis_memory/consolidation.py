@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, natural_id
 from .settings import Settings
 from .store import Filter
-from .embeddings import EmbeddingError
+from .embeddings import EmbeddingError, EmbeddingUnavailable
 from .episodes import turn_text
 from .language import query_terms, contains_term, term_share, conversation_language, text_language
 from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured
@@ -342,7 +342,7 @@ def _provenance(self: Consolidation, scope: MemoryScope, g: _Group, facts: list)
             for i, v in zip(need, vecs):
                 j = nearest_by_vector(v, [stored.get(e.id) for e, _ in cands])
                 if j is not None: out[i] = (cands[j][0], 'embedding')
-        except EmbeddingError as e: _log.warning("provenance by embedding failed (%s); using the group's first turn", e)
+        except (EmbeddingError, EmbeddingUnavailable) as e: _log.warning("provenance by embedding failed (%s); using the group's first turn", e)
     return [o or (cands[0][0], 'first') for o in out]
 
 @patch

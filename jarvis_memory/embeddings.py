@@ -11,16 +11,19 @@ from pathlib import Path
 
 import numpy as np
 
-from .scope import MemoryInputError
+from .scope import MemoryInputError, MemoryUnavailable
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['EmbeddingError', 'Embedder', 'cosine_table', 'format_cosines', 'HashingEmbedder', 'UseEmbedder', 'separation',
-           'OpenAIEmbedder', 'CachedEmbedder', 'cached', 'get_embedder']
+__all__ = ['EmbeddingError', 'EmbeddingUnavailable', 'Embedder', 'cosine_table', 'format_cosines', 'HashingEmbedder',
+           'UseEmbedder', 'separation', 'OpenAIEmbedder', 'CachedEmbedder', 'cached', 'get_embedder']
 
 # %% ../nbs/02_embeddings.ipynb #3e33dac8
 class EmbeddingError(MemoryInputError):
-    "Bad input to an embedder, or an embedding endpoint that failed or answered with the wrong shape."
+    "Bad input to an embedder: texts that are not non-empty strings, a bad dimension, batch size or provider name."
+
+class EmbeddingUnavailable(MemoryUnavailable):
+    "The embedder did not deliver: an endpoint that is down or answered with an error, or vectors of the wrong shape or zero."
 
 class Embedder:
     "Base class: `embed(texts, query=False)` -> float32 `(len(texts), dim)` array of L2-normalised rows."
@@ -33,9 +36,9 @@ class Embedder:
         if not texts: return np.zeros((0, self.dim), dtype=np.float32)
         v = np.asarray(self._embed(texts, bool(query)), dtype=np.float32)
         if v.ndim != 2 or v.shape[0] != len(texts):
-            raise EmbeddingError(f"{self.name}: expected {len(texts)} rows, got an array of shape {v.shape}")
+            raise EmbeddingUnavailable(f"{self.name}: expected {len(texts)} rows, got an array of shape {v.shape}")
         if v.shape[1] != self.dim:
-            raise EmbeddingError(f"{self.name}: expected dimension {self.dim}, got {v.shape[1]}")
+            raise EmbeddingUnavailable(f"{self.name}: expected dimension {self.dim}, got {v.shape[1]}")
         return _normalise(v, self.name)
 
     def embed_one(self, text: str, *, query: bool = False) -> np.ndarray:
@@ -60,7 +63,7 @@ def _check_texts(texts) -> list[str]:
 def _normalise(v: np.ndarray, who: str = 'embedder') -> np.ndarray:
     n = np.linalg.norm(v, axis=1, keepdims=True)
     bad = np.flatnonzero(~np.isfinite(v).all(axis=1) | (n[:, 0] == 0))
-    if len(bad): raise EmbeddingError(f"{who} returned a zero or non-finite vector for texts[{bad[0]}]")
+    if len(bad): raise EmbeddingUnavailable(f"{who} returned a zero or non-finite vector for texts[{bad[0]}]")
     return (v / n).astype(np.float32)
 
 # %% ../nbs/02_embeddings.ipynb #b63a9877
@@ -174,13 +177,13 @@ class OpenAIEmbedder(Embedder):
     def __repr__(self):
         return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r}, dim={self._dim})"
 
-    def _fail(self, e) -> EmbeddingError:
+    def _fail(self, e) -> EmbeddingUnavailable:
         openai = _openai()
         if isinstance(e, openai.APIConnectionError):
-            return EmbeddingError(f"embedding endpoint {self.base_url} is unreachable ({type(e).__name__}: {e})")
+            return EmbeddingUnavailable(f"embedding endpoint {self.base_url} is unreachable ({type(e).__name__}: {e})")
         if isinstance(e, openai.APIStatusError):
-            return EmbeddingError(f"embedding endpoint {self.base_url} answered HTTP {e.status_code}: {e.message}")
-        return EmbeddingError(f"embedding endpoint {self.base_url} failed ({type(e).__name__}: {e})")
+            return EmbeddingUnavailable(f"embedding endpoint {self.base_url} answered HTTP {e.status_code}: {e.message}")
+        return EmbeddingUnavailable(f"embedding endpoint {self.base_url} failed ({type(e).__name__}: {e})")
 
     def _detect_server_prefixes(self) -> bool:
         openai = _openai()
@@ -208,12 +211,12 @@ class OpenAIEmbedder(Embedder):
         try: r = self._client.embeddings.create(model=self.model, input=chunk, **kw)
         except _openai().APIError as e: raise self._fail(e) from None
         data = sorted(r.data, key=lambda d: d.index)
-        if len(data) != len(chunk): raise EmbeddingError(f"embedding endpoint {self.base_url} returned {len(data)} vectors for {len(chunk)} texts")
+        if len(data) != len(chunk): raise EmbeddingUnavailable(f"embedding endpoint {self.base_url} returned {len(data)} vectors for {len(chunk)} texts")
         v = np.asarray([d.embedding for d in data], dtype=np.float32)
-        if v.ndim != 2: raise EmbeddingError(f"embedding endpoint {self.base_url} returned vectors of different lengths")
+        if v.ndim != 2: raise EmbeddingUnavailable(f"embedding endpoint {self.base_url} returned vectors of different lengths")
         if self._dim is None: self._dim = v.shape[1]
         elif v.shape[1] != self._dim:
-            raise EmbeddingError(f"embedding endpoint {self.base_url} (model {self.model!r}): expected dimension {self._dim}, got {v.shape[1]}")
+            raise EmbeddingUnavailable(f"embedding endpoint {self.base_url} (model {self.model!r}): expected dimension {self._dim}, got {v.shape[1]}")
         return v
 
     def _embed(self, texts, query):

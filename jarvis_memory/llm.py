@@ -15,24 +15,27 @@ import jsonschema
 import openai
 from filelock import FileLock
 
-from .scope import MemoryInputError
+from .scope import MemoryInputError, MemoryUnavailable
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['IMPORTANCE_GRID', 'FACTS_SCHEMA', 'GGUF_MODELS', 'LLMError', 'LLMNotConfigured', 'LLMUnavailable', 'LLMBadOutput',
-           'parse_answer', 'LLMCache', 'LLM', 'FakeLLM', 'find_gguf']
+__all__ = ['IMPORTANCE_GRID', 'FACTS_SCHEMA', 'GGUF_MODELS', 'LLMError', 'LLMInputError', 'LLMNotConfigured', 'LLMUnavailable',
+           'LLMBadOutput', 'parse_answer', 'LLMCache', 'LLM', 'FakeLLM', 'find_gguf']
 
 # %% ../nbs/06_llm.ipynb #74aa4572
-class LLMError(MemoryInputError):
+class LLMError(Exception):
     "Base class of the LLM layer's errors: the message says what went wrong and with which endpoint."
 
-class LLMNotConfigured(LLMError):
+class LLMInputError(LLMError, MemoryInputError):
+    "Bad arguments to the LLM layer (messages, temperature, schema, model name), or a request the endpoint rejected as malformed."
+
+class LLMNotConfigured(LLMError, MemoryUnavailable):
     "No endpoint or model is configured (or the endpoint rejected the key/model), and the cache cannot answer."
 
-class LLMUnavailable(LLMError):
+class LLMUnavailable(LLMError, MemoryUnavailable):
     "The endpoint could not be reached, timed out, or answered with a server error (HTTP 5xx, 429)."
 
-class LLMBadOutput(LLMError):
+class LLMBadOutput(LLMError, MemoryUnavailable):
     "The model's answer is not valid JSON or violates the schema. `.raw` holds the whole answer text."
     def __init__(self, msg: str = 'LLM answer is not usable', raw: str = ''):
         super().__init__(msg)
@@ -67,9 +70,9 @@ def _short(text: str, n: int = _RAW_SHOWN) -> str:
 
 def _check_schema(schema):
     if schema is None: return
-    if not isinstance(schema, dict): raise LLMError(f"schema must be a JSON-schema dict, got {type(schema).__name__}")
+    if not isinstance(schema, dict): raise LLMInputError(f"schema must be a JSON-schema dict, got {type(schema).__name__}")
     try: jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as e: raise LLMError(f"schema is not a valid JSON schema: {e.message}") from None
+    except jsonschema.SchemaError as e: raise LLMInputError(f"schema is not a valid JSON schema: {e.message}") from None
 
 _FENCE = re.compile(r'^```[a-zA-Z]*\s*\n?(.*?)\n?```$', re.S)
 
@@ -140,23 +143,23 @@ _ENV_HELP = ("set JARVIS_MEMORY__LLM_BASE_URL (an OpenAI-compatible /v1 URL, e.g
 
 def _check_messages(messages):
     if not isinstance(messages, (list, tuple)) or not messages:
-        raise LLMError(f"messages must be a non-empty list of {{'role', 'content'}} dicts, got {messages!r:.200}")
+        raise LLMInputError(f"messages must be a non-empty list of {{'role', 'content'}} dicts, got {messages!r:.200}")
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get('role'), str) or not isinstance(m.get('content'), str):
-            raise LLMError(f"messages[{i}] must be a dict with string 'role' and 'content', got {m!r:.200}")
+            raise LLMInputError(f"messages[{i}] must be a dict with string 'role' and 'content', got {m!r:.200}")
     return [dict(m) for m in messages]
 
 def _check_call(messages, schema, temperature, max_tokens):
     messages = _check_messages(messages)
     _check_schema(schema)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
-        raise LLMError(f"temperature must be a number in 0..2, got {temperature!r}")
+        raise LLMInputError(f"temperature must be a number in 0..2, got {temperature!r}")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise LLMError(f"max_tokens must be None or an int >= 1, got {max_tokens!r}")
+        raise LLMInputError(f"max_tokens must be None or an int >= 1, got {max_tokens!r}")
     return messages
 
 def _check_constrain(constrain) -> bool:
-    if not isinstance(constrain, bool): raise LLMError(f"constrain must be True or False, got {constrain!r}")
+    if not isinstance(constrain, bool): raise LLMInputError(f"constrain must be True or False, got {constrain!r}")
     return constrain
 
 def _err_text(e) -> str:
@@ -260,8 +263,8 @@ class LLM:
             if code >= 500 or code == 429: return LLMUnavailable(f"{where} answered HTTP {code}: {msg}")
             if code in (401, 403): return LLMNotConfigured(f"{where} rejected the API key (HTTP {code}): {msg}; check JARVIS_MEMORY__LLM_API_KEY")
             if code == 404: return LLMNotConfigured(f"{where} answered HTTP 404 (wrong URL path or unknown model): {msg}; {_ENV_HELP}")
-            return LLMError(f"{where} rejected the request (HTTP {code}): {msg}")
-        return LLMError(f"{where} failed: {e!r}")
+            return LLMInputError(f"{where} rejected the request (HTTP {code}): {msg}")
+        return LLMUnavailable(f"{where} failed: {e!r}")
 
 # %% ../nbs/06_llm.ipynb #5a16ad18
 class FakeLLM:
@@ -270,7 +273,7 @@ class FakeLLM:
 
     def __init__(self, script: list | Callable[[list[dict], dict | None], Any]):
         if not (callable(script) or isinstance(script, (list, tuple))):
-            raise LLMError(f"FakeLLM script must be a list or a function (messages, schema) -> answer, got {type(script).__name__}")
+            raise LLMInputError(f"FakeLLM script must be a list or a function (messages, schema) -> answer, got {type(script).__name__}")
         self.script, self.calls = script if callable(script) else list(script), []
 
     def __repr__(self): return f'FakeLLM({len(self.calls)} calls)'
@@ -284,7 +287,7 @@ class FakeLLM:
                            'constrain': constrain})
         if callable(self.script): entry = self.script(messages, schema)
         elif len(self.calls) > len(self.script):
-            raise LLMError(f"FakeLLM script has {len(self.script)} answers but call {len(self.calls)} was made")
+            raise LLMInputError(f"FakeLLM script has {len(self.script)} answers but call {len(self.calls)} was made")
         else: entry = self.script[len(self.calls) - 1]
         if isinstance(entry, BaseException) or (isinstance(entry, type) and issubclass(entry, BaseException)): raise entry
         if not isinstance(entry, str): entry = json.dumps(entry, ensure_ascii=False)
@@ -315,7 +318,7 @@ def _sha256(path: Path) -> str:
 
 def find_gguf(name: str = 'smollm2', cache_dir: str | Path | None = None) -> Path:
     "Path of an installed GGUF model (`'smollm2'` or `'qwen2.5-coder-1.5b'`); assembles the split Qwen once into `cache_dir`."
-    if name not in GGUF_MODELS: raise LLMError(f"unknown model {name!r}; known: {', '.join(GGUF_MODELS)}")
+    if name not in GGUF_MODELS: raise LLMInputError(f"unknown model {name!r}; known: {', '.join(GGUF_MODELS)}")
     m = GGUF_MODELS[name]
     if 'parts' not in m:
         d = _package_dir(m['package'])
