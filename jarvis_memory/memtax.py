@@ -17,7 +17,7 @@ import numpy as np
 from .scope import MemoryInputError, MemoryScope, MemoryItem, natural_id
 from .settings import Settings
 from .embeddings import Embedder, get_embedder, cached
-from .store import ChromaStore
+from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
 from .language import query_terms, recall_query, text_language
 from .scoring import Candidate, rank

@@ -19,7 +19,8 @@ from .embeddings import EmbeddingError
 from .language import term_share
 from .scoring import (Candidate, Score, ScoringError, rank, excluded_reason,
                                    _merge, _score, _params, _check_now, _check_settings, _id_set, _is_superseded)
-from .store import ChromaStore, StoreError
+from .store import MemoryStore, StoreError
+from .chroma import ChromaStore
 from .service import MemoryService
 
 # %% auto #0
@@ -155,7 +156,7 @@ def _cosine(v, q: np.ndarray, what: str) -> float:
 def source_candidates(store: ChromaStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
                       terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',)) -> list[Candidate]:
     "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2)."
-    if not isinstance(store, ChromaStore): raise StoreError(f"store must be a ChromaStore, got {type(store).__name__}")
+    if not isinstance(store, MemoryStore): raise StoreError(f"store must be a ChromaStore, got {type(store).__name__}")
     cands = _candidates(candidates)
     if isinstance(terms, str) or not isinstance(terms, Iterable): raise ScoringError(f"terms must be a list of strings, got {terms!r:.60}")
     terms, q, ex_src = list(terms), _query_vector(query_embedding), _id_set(exclude_sources, 'exclude_sources')

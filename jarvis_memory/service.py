@@ -15,7 +15,8 @@ import numpy as np
 from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id,
                                  check_metadata, source_layer)
 from .settings import Settings
-from .store import ChromaStore, Filter
+from .store import MemoryStore, Filter
+from .chroma import ChromaStore
 from .window import (HistoryError, check_history, split_turns, window, window_turn_numbers,
                                   WorkingMemories)
 from .episodes import TurnRecord, turn_items, stale_piece_ids, window_episode_ids
@@ -84,7 +85,7 @@ class MemoryService:
     "Long-term memory for one agent harness: `observe` before the model, `record_turn` and `reinforce` after (S-3–S-6, S-10)."
     def __init__(self, store: ChromaStore, settings: Settings | None = None, *, clock=time.time,
                  working: WorkingMemories | None = None):
-        if not isinstance(store, ChromaStore): raise MemoryInputError(f"store must be a ChromaStore, got {type(store).__name__}")
+        if not isinstance(store, MemoryStore): raise MemoryInputError(f"store must be a ChromaStore, got {type(store).__name__}")
         self.store, self.settings, self.clock = store, settings or store.settings, clock
         self.working = working or WorkingMemories(self.settings.working_notes_max)
 
