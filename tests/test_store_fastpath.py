@@ -94,6 +94,15 @@ def raw_client(tmp_path_factory):
     c.close()
 
 
+def targeted(rows) -> list:
+    "Filters built from the first row's own values, so each condition meets rows it keeps and, often, rows it drops."
+    r = rows[0]
+    out = [Filter(sources=[r['source']]), Filter(exclude_sources=[r['source']]), Filter(session_id=r['session_id'] or 's1'),
+           Filter(since=r['created_at']), Filter(until=r['created_at']), Filter(agent_ids=[r['agent_id']]),
+           Filter(layers=[r['layer']]), Filter(include_superseded=True)]
+    return out + [Filter(metadata={k[2:]: r[k]}) for k in ('m.x', 'm.y') if k in r]
+
+
 @settings(**SETTINGS)
 @given(rows=raw_rows(), pols=policies(), flts=st.lists(filters(), min_size=1, max_size=6), hv=st.sampled_from([None, True, False]))
 def test_clause_matches_equals_chroma_where(raw_client, rows, pols, flts, hv):
@@ -101,7 +110,7 @@ def test_clause_matches_equals_chroma_where(raw_client, rows, pols, flts, hv):
     `matches(row)` keeps the same rows: Chroma evaluates the compiled clause, Python the clause itself."""
     col = raw_client.create_collection(f"p-{uuid.uuid4().hex[:12]}")
     col.add(ids=[f"r{i}" for i in range(len(rows))], embeddings=np.eye(len(rows), 8, dtype=np.float32) + 0.01, metadatas=rows)
-    for pol, flt in itertools.product(pols, flts):
+    for pol, flt in itertools.product(pols, flts + targeted(rows)):
         scope = MemoryScope('u', pol.agent_id)
         cl = ReadClause.of(scope, pol, flt, hv)
         where = chroma_where(cl)
