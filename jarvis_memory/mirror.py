@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect, heapq, math, threading, time
 
 import numpy as np
+from fastcore.basics import patch
 
 from .scope import MemoryItem
 from .store import ReadClause, _gkey, _NUM, _row_item, _chunks, _CHUNK
@@ -69,6 +70,8 @@ def _seg_rows(seg: tuple, codes: list):
         if not acc.size: return None
     return acc
 
+
+# %% ../nbs/04_mirror.ipynb #c458dcfd
 class _Group:
     "Sort keys of one group's rows, kept sorted: `(created_at, id)` and `(importance, created_at, id)`."
     __slots__ = ('by_time', 'by_imp')
@@ -211,98 +214,106 @@ class _Mirror:
         self.pending.clear(); self.pending_at = None
         return len(ids)
 
-    # ---- reads (callers hold `lock`); `ok(rn)` is the rest of the predicate, checked row by row
-    def item(self, rn: int) -> MemoryItem:
-        it = _row_item(self.ids[rn], self.docs[rn], self.metas[rn], trusted=bool(self.valid[rn]))
-        self.valid[rn] = 1
-        return it
 
-    def passing(self, rns: list, pred: ReadClause, ok, limit=None, codes=None) -> list:
-        "The row numbers among `rns` (None: no row) whose group `pred` allows (or in `codes`) and that pass `ok`, in order, at most `limit`."
-        allowed = codes if codes is not None else [c for key, c in self.codes.items() if pred.group(key)]
-        rns = [rn for rn in rns if rn is not None]
-        if not allowed or not rns: return []
-        out = []
-        for rn, yes in zip(rns, np.isin(self.gcode[np.asarray(rns)], allowed).tolist()):
-            if limit is not None and len(out) >= limit: break
-            if yes and ok(rn): out.append(rn)
-        return out
+# %% ../nbs/04_mirror.ipynb #a5405752
+@patch
+def item(self: _Mirror, rn: int) -> MemoryItem:
+    it = _row_item(self.ids[rn], self.docs[rn], self.metas[rn], trusted=bool(self.valid[rn]))
+    self.valid[rn] = 1
+    return it
 
-    def split(self, pred: ReadClause) -> tuple:
-        "The non-empty groups `pred` allows: (small ones, together at most `_SMALL` rows; the others)."
-        gs = sorted((len(g.by_time), key) for key, g in self.groups.items() if g.by_time and pred.group(key))
-        small, total = [], 0
-        for n, key in gs:
-            if total + n > _SMALL: break
-            small.append(key); total += n
-        return small, [key for _, key in gs[len(small):]]
+@patch
+def passing(self: _Mirror, rns: list, pred: ReadClause, ok, limit=None, codes=None) -> list:
+    "The row numbers among `rns` (None: no row) whose group `pred` allows (or in `codes`) and that pass `ok`, in order, at most `limit`."
+    allowed = codes if codes is not None else [c for key, c in self.codes.items() if pred.group(key)]
+    rns = [rn for rn in rns if rn is not None]
+    if not allowed or not rns: return []
+    out = []
+    for rn, yes in zip(rns, np.isin(self.gcode[np.asarray(rns)], allowed).tolist()):
+        if limit is not None and len(out) >= limit: break
+        if yes and ok(rn): out.append(rn)
+    return out
 
-    def exact(self, keys: list, q: np.ndarray, col):
-        "(row number, cosine) of every row of the groups `keys`, best first; vectors fetched from Chroma once, then kept."
-        mats = []
-        for key in keys:
-            gm = self.gmat.get(key)
-            if gm is None:
-                rns = [self.rn[i] for _, i in self.groups[key].by_time]
-                for ch in _chunks([rn for rn in rns if rn not in self.vec], _CHUNK):
-                    r = col.get(ids=[self.ids[rn] for rn in ch], include=['embeddings'])
-                    for i, e in zip(r['ids'], r['embeddings']):
-                        v = np.asarray(e, dtype=np.float32)
-                        self.vec[self.rn[i]] = v / max(float(np.linalg.norm(v)), 1e-30)
-                gm = self.gmat[key] = (np.asarray(rns, dtype=np.int64), np.stack([self.vec[rn] for rn in rns]))
-            mats.append(gm)
-        if not mats: return iter(())
-        qn = np.asarray(q, dtype=np.float32) / float(np.linalg.norm(q))
-        rns, sims = np.concatenate([a for a, _ in mats]), np.concatenate([M @ qn for _, M in mats])
-        return ((int(rns[j]), float(sims[j])) for j in np.argsort(-sims, kind='stable'))
+@patch
+def split(self: _Mirror, pred: ReadClause) -> tuple:
+    "The non-empty groups `pred` allows: (small ones, together at most `_SMALL` rows; the others)."
+    gs = sorted((len(g.by_time), key) for key, g in self.groups.items() if g.by_time and pred.group(key))
+    small, total = [], 0
+    for n, key in gs:
+        if total + n > _SMALL: break
+        small.append(key); total += n
+    return small, [key for _, key in gs[len(small):]]
 
-    def select(self, pred: ReadClause, ok, order_by='created_at', descending=True, limit=None) -> list:
-        "Row numbers of the groups `pred` allows that pass `ok`, in `order_by` order, at most `limit`."
-        groups = [g for key, g in self.groups.items() if pred.group(key)]
-        if order_by is None: seq = (k for g in groups for k in g.by_time)
-        else:
-            lists = [g.by_time if order_by == 'created_at' else g.by_imp for g in groups]
-            seq = heapq.merge(*map(reversed, lists), reverse=True) if descending else heapq.merge(*lists)
-        out = []
-        for key in seq:
-            if limit is not None and len(out) >= limit: break
-            rn = self.rn[key[-1]]
-            if ok(rn): out.append(rn)
-        return out
+@patch
+def exact(self: _Mirror, keys: list, q: np.ndarray, col):
+    "(row number, cosine) of every row of the groups `keys`, best first; vectors fetched from Chroma once, then kept."
+    mats = []
+    for key in keys:
+        gm = self.gmat.get(key)
+        if gm is None:
+            rns = [self.rn[i] for _, i in self.groups[key].by_time]
+            for ch in _chunks([rn for rn in rns if rn not in self.vec], _CHUNK):
+                r = col.get(ids=[self.ids[rn] for rn in ch], include=['embeddings'])
+                for i, e in zip(r['ids'], r['embeddings']):
+                    v = np.asarray(e, dtype=np.float32)
+                    self.vec[self.rn[i]] = v / max(float(np.linalg.norm(v)), 1e-30)
+            gm = self.gmat[key] = (np.asarray(rns, dtype=np.int64), np.stack([self.vec[rn] for rn in rns]))
+        mats.append(gm)
+    if not mats: return iter(())
+    qn = np.asarray(q, dtype=np.float32) / float(np.linalg.norm(q))
+    rns, sims = np.concatenate([a for a, _ in mats]), np.concatenate([M @ qn for _, M in mats])
+    return ((int(rns[j]), float(sims[j])) for j in np.argsort(-sims, kind='stable'))
 
-    def keyword(self, pred: ReadClause, terms: list, ok, limit=None) -> list:
-        "Row numbers of allowed rows containing any of `terms` that pass `ok`, newest first, at most `limit`."
-        allowed = [c for key, c in self.codes.items() if pred.group(key)]
-        if not allowed or limit == 0: return []
-        n, parts = len(self.ids), []
-        for t in terms:
-            for seg in self.segments:
-                r = _seg_rows(seg, sorted(_bigrams(t))) if len(t) > 1 else _char_rows(seg, ord(t), _CHAR_ROWS)
-                if r is None and len(t) == 1: parts = None; break    # a common character: walk all rows instead
-                if r is not None: parts.append(r)
-            if parts is None: break
-        if parts is None: cand = np.arange(n)
-        else:
-            parts.append(np.fromiter((rn for rn in range(self.indexed, n) if self.docs[rn] is not None
-                                      and any(t in self.docs[rn] for t in terms)), dtype=np.int64))
-            parts.append(np.fromiter(self.short, dtype=np.int64))   # one-character documents have no bigram
-            cand = _uniq(np.concatenate(parts))
-        cand = cand[np.isin(self.gcode[cand], allowed)]
-        return self._newest(cand, lambda rn: any(t in self.docs[rn] for t in terms) and ok(rn), limit)
+@patch
+def select(self: _Mirror, pred: ReadClause, ok, order_by='created_at', descending=True, limit=None) -> list:
+    "Row numbers of the groups `pred` allows that pass `ok`, in `order_by` order, at most `limit`."
+    groups = [g for key, g in self.groups.items() if pred.group(key)]
+    if order_by is None: seq = (k for g in groups for k in g.by_time)
+    else:
+        lists = [g.by_time if order_by == 'created_at' else g.by_imp for g in groups]
+        seq = heapq.merge(*map(reversed, lists), reverse=True) if descending else heapq.merge(*lists)
+    out = []
+    for key in seq:
+        if limit is not None and len(out) >= limit: break
+        rn = self.rn[key[-1]]
+        if ok(rn): out.append(rn)
+    return out
 
-    def _newest(self, cand: np.ndarray, ok, limit) -> list:
-        "Walk `cand` by (created_at, id) descending, in chunks (partial sorts), keeping rows that pass `ok`."
-        out, m = [], 2 * limit + 64 if limit is not None else cand.size
-        while cand.size:
-            if cand.size > m:                                 # the m newest (and any ties) first, sorted exactly
-                ct = self.ctime[cand]
-                first = ct >= np.partition(ct, cand.size - m)[cand.size - m]
-                ch, cand = cand[first], cand[~first]
-            else: ch, cand = cand, cand[:0]
-            for _, _, rn in sorted(((self.ctime[rn], self.ids[rn], rn) for rn in ch.tolist()), reverse=True):
-                if ok(rn):
-                    out.append(rn)
-                    if limit is not None and len(out) >= limit: return out
-            m *= 4
-        return out
+@patch
+def keyword(self: _Mirror, pred: ReadClause, terms: list, ok, limit=None) -> list:
+    "Row numbers of allowed rows containing any of `terms` that pass `ok`, newest first, at most `limit`."
+    allowed = [c for key, c in self.codes.items() if pred.group(key)]
+    if not allowed or limit == 0: return []
+    n, parts = len(self.ids), []
+    for t in terms:
+        for seg in self.segments:
+            r = _seg_rows(seg, sorted(_bigrams(t))) if len(t) > 1 else _char_rows(seg, ord(t), _CHAR_ROWS)
+            if r is None and len(t) == 1: parts = None; break    # a common character: walk all rows instead
+            if r is not None: parts.append(r)
+        if parts is None: break
+    if parts is None: cand = np.arange(n)
+    else:
+        parts.append(np.fromiter((rn for rn in range(self.indexed, n) if self.docs[rn] is not None
+                                  and any(t in self.docs[rn] for t in terms)), dtype=np.int64))
+        parts.append(np.fromiter(self.short, dtype=np.int64))   # one-character documents have no bigram
+        cand = _uniq(np.concatenate(parts))
+    cand = cand[np.isin(self.gcode[cand], allowed)]
+    return self._newest(cand, lambda rn: any(t in self.docs[rn] for t in terms) and ok(rn), limit)
+
+@patch
+def _newest(self: _Mirror, cand: np.ndarray, ok, limit) -> list:
+    "Walk `cand` by (created_at, id) descending, in chunks (partial sorts), keeping rows that pass `ok`."
+    out, m = [], 2 * limit + 64 if limit is not None else cand.size
+    while cand.size:
+        if cand.size > m:                                 # the m newest (and any ties) first, sorted exactly
+            ct = self.ctime[cand]
+            first = ct >= np.partition(ct, cand.size - m)[cand.size - m]
+            ch, cand = cand[first], cand[~first]
+        else: ch, cand = cand, cand[:0]
+        for _, _, rn in sorted(((self.ctime[rn], self.ids[rn], rn) for rn in ch.tolist()), reverse=True):
+            if ok(rn):
+                out.append(rn)
+                if limit is not None and len(out) >= limit: return out
+        m *= 4
+    return out
 
