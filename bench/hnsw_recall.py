@@ -12,7 +12,7 @@ import argparse, tempfile, time
 import chromadb
 import numpy as np
 
-from jarvis_memory.store import HNSW_CONFIG
+from jarvis_memory.chroma import HNSW_CONFIG
 
 
 def unit(x): return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)

@@ -20,7 +20,7 @@ look-ups (the superseded flags are set on the items instead). Vectors are cached
 `jarvis_memory.embeddings.cached` (`--cache-dir`), so a rerun does not re-embed 100k texts (~7 min on 2 cores).
 
 After the fill the store is closed and reopened, as after a restart: `cold start` is opening it and the first
-`observe` (which loads the user's rows into the store's mirror, see nbs/03_store.ipynb).
+`observe` (which loads the user's rows into the store's mirror, see nbs/04_mirror.ipynb and nbs/05_chroma.ipynb).
 
 **What is measured** (per size; wall clock, `time.perf_counter`, and the process's CPU time, `time.process_time`,
 which moves less when other programs load the machine; warm: one untimed pass first):
@@ -53,7 +53,7 @@ from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, natur
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import UseEmbedder, cached
 from jarvis_memory.episodes import TurnRecord, turn_items
-from jarvis_memory.store import ChromaStore, collection_name
+from jarvis_memory.chroma import ChromaStore, collection_name
 from jarvis_memory.service import MemoryService, _previous_exchange
 from jarvis_memory.language import recall_query, query_terms
 from jarvis_memory.patterns import pattern_content, pattern_id

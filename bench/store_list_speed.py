@@ -14,7 +14,8 @@ import numpy as np
 from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.store import ChromaStore, Filter, collection_name
+from jarvis_memory.store import Filter
+from jarvis_memory.chroma import ChromaStore, collection_name
 
 WORDS = '서울 부산 날씨 예산 등산 커피 회의 보고서 여행 운동 budget plan trip meeting report coffee'.split()
 

@@ -12,7 +12,7 @@ from fastcore.script import anno_parser
 
 from .scope import MemoryScope
 from .settings import Settings
-from .store import ChromaStore
+from .chroma import ChromaStore
 from .service import MemoryService
 
 # %% auto #0

@@ -11,7 +11,7 @@ import re, time
 from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id,
                                  check_metadata, source_layer, SUPERSEDED)
 from .settings import Settings
-from .store import ChromaStore, Filter
+from .store import MemoryStore, Filter, open_store
 from .window import HistoryError, split_turns, WorkingMemories
 from .episodes import TurnRecord, turn_items, stale_piece_ids
 from .language import points_back, clean_text
@@ -23,9 +23,9 @@ __all__ = ['MemoryCore', 'session_scope', 'record_turn', 'record', 'fact_topic',
 # %% ../nbs/14_core.ipynb #c08358c7
 class MemoryCore:
     "The state memory policies work on — store, settings, clock, working memories — and the writes of S-2 and S-4."
-    def __init__(self, store: ChromaStore, settings: Settings | None = None, *, clock=time.time,
+    def __init__(self, store: MemoryStore, settings: Settings | None = None, *, clock=time.time,
                  working: WorkingMemories | None = None):
-        if not isinstance(store, ChromaStore): raise MemoryInputError(f"store must be a ChromaStore, got {type(store).__name__}")
+        if not isinstance(store, MemoryStore): raise MemoryInputError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
         if settings is not None and not isinstance(settings, Settings):
             raise MemoryInputError(f"settings must be a Settings, got {type(settings).__name__}")
         if not callable(clock): raise MemoryInputError(f"clock must be a callable returning Unix seconds, got {clock!r}")
@@ -34,9 +34,9 @@ class MemoryCore:
 
     @classmethod
     def open(cls, settings: Settings | None = None, **kw):
-        "An instance over `ChromaStore(settings)`: the embedded store at `settings.path`, or `settings.server_url`."
+        "An instance over `open_store(settings)`: the embedded Chroma store at `settings.path`, or `settings.server_url`."
         settings = settings or Settings.from_env()
-        return cls(ChromaStore(settings), settings, **kw)
+        return cls(open_store(settings), settings, **kw)
 
     def close(self): self.store.close()
     def __enter__(self): return self

@@ -16,7 +16,8 @@ from fastcore.script import anno_parser, store_true
 
 from .scope import MemoryInputError, MemoryScope, MemoryItem, Team, caller_scope
 from .settings import Settings
-from .store import ChromaStore, Filter
+from .store import Filter
+from .chroma import ChromaStore
 from .embeddings import Embedder, HashingEmbedder, UseEmbedder
 from .service import MemoryService, Observation
 from .core import fact_topic

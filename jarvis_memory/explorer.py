@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 
 from .scope import MemoryInputError, MemoryScope, ReadPolicy, Team, natural_id
 from .settings import Settings
-from .store import ChromaStore, Filter
+from .store import Filter
+from .chroma import ChromaStore
 from .window import check_history, window, window_turn_numbers, split_turns
 from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_share

@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 from .scope import MemoryScope, MemoryItem, natural_id
 from .settings import Settings
 from .embeddings import Embedder
-from .store import ChromaStore
+from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
 from .language import query_terms, recall_query, text_language
 from .service import MemoryService

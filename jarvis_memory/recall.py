@@ -14,7 +14,7 @@ import numpy as np
 
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
 from .settings import Settings
-from .store import ChromaStore, Filter, StoreError
+from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text
 from .language import query_terms, term_share
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason,
@@ -57,15 +57,15 @@ def case_variants(terms: list[str]) -> list[str]:
         out += [t, t.capitalize(), t.upper()] if t.isascii() and t.isalpha() else [t]
     return list(dict.fromkeys(out))
 
-def _check_store(store) -> ChromaStore:
-    if not isinstance(store, ChromaStore): raise StoreError(f"store must be a ChromaStore, got {type(store).__name__}")
+def _check_store(store) -> MemoryStore:
+    if not isinstance(store, MemoryStore): raise StoreError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
     return store
 
-def query_vector(store: ChromaStore, query: str):
+def query_vector(store: MemoryStore, query: str):
     "The query's embedding (query mode), or None without an embedder or query."
     return store.embedder.embed_one(query, query=True) if store.embedder is not None and query.strip() else None
 
-def gather(store: ChromaStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
+def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
            pool: int | None = None, query_embedding=None) -> list[Candidate]:
     "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important keyword/vector hits, and nearest vectors."
     n = settings.pool_size if pool is None else pool
@@ -85,7 +85,7 @@ def gather(store: ChromaStore, scope: MemoryScope, query: str, terms: list[str],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]]})
 
 # %% ../nbs/19_recall.ipynb #4eb2a761
-def core_block(store: ChromaStore, scopes: list[MemoryScope], settings: Settings) -> list[MemoryItem]:
+def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings) -> list[MemoryItem]:
     "The core facts block: the most important active facts of `scopes` by stored importance, no decay (S-6.3)."
     k = settings.core_facts
     if k == 0: return []
@@ -95,7 +95,7 @@ def core_block(store: ChromaStore, scopes: list[MemoryScope], settings: Settings
     return core_facts(pool, k)
 
 # %% ../nbs/19_recall.ipynb #e561280b
-def _fetch_sources(store: ChromaStore, scope: MemoryScope, ids: list[str], include_embeddings: bool) -> list[MemoryItem]:
+def _fetch_sources(store: MemoryStore, scope: MemoryScope, ids: list[str], include_embeddings: bool) -> list[MemoryItem]:
     "The one store lookup of source recall: `store.get` under the READER's scope, so the read policy applies (S-1.6, S-8.2)."
     return store.get(scope, ids, include_embeddings=include_embeddings)
 
@@ -112,7 +112,7 @@ def _cosine(v, q: np.ndarray, what: str) -> float:
     n = float(np.linalg.norm(v))
     return 0.0 if n == 0 else max(-1.0, min(1.0, float(np.dot(v, q)) / n))
 
-def source_candidates(store: ChromaStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
+def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
                       terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',)) -> list[Candidate]:
     "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2)."
     store = _check_store(store)
@@ -231,7 +231,7 @@ class Collected:
         return arrange(self.candidates, now, settings, sources=self.sources, core=self.core, window_ids=self.window_ids,
                        k=k, budget=budget, query=self.query, terms=self.terms)
 
-def collect(store: ChromaStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
+def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
             terms: Iterable[str] | None = None, query_embedding=None, window_ids: Iterable[str] = (),
             core: Iterable[MemoryItem] | None = None, sources: bool | None = None) -> Collected:
     "The store stage of recall: core facts, the candidate pools of every scope and (with source recall) their source turns."
@@ -255,7 +255,7 @@ def collect(store: ChromaStore, scopes: MemoryScope | Iterable[MemoryScope], que
             if with_sources: srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms)
     return Collected(query, terms, core, cands, srcs, window_ids)
 
-def recall(store: ChromaStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
+def recall(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
            now: float, terms: Iterable[str] | None = None, query_embedding=None, k: int | None = None,
            budget: int | None = None, window_ids: Iterable[str] = (), core: Iterable[MemoryItem] | None = None) -> Recall:
     "Recall for `query` under `scopes`: core facts, candidate pools, source turns (`collect`), then `arrange` (S-5, S-6, S-8)."

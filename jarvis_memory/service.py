@@ -12,7 +12,7 @@ from typing import Iterable
 
 from .scope import ItemError, MemoryScope, MemoryItem
 from .settings import Settings
-from .store import ChromaStore, Filter
+from .store import Filter
 from .window import check_history, split_turns, window, window_turn_numbers
 from .episodes import window_episode_ids
 from .language import query_terms, recall_query, used_in_answer, pattern_hint_wanted

@@ -20,7 +20,8 @@ from servers import llama_server, llama_model
 from jarvis_memory.llm import LLM
 from jarvis_memory.settings import Settings
 from jarvis_memory.scope import MemoryScope
-from jarvis_memory.store import ChromaStore, Filter
+from jarvis_memory.store import Filter
+from jarvis_memory.chroma import ChromaStore
 from jarvis_memory.embeddings import HashingEmbedder
 from jarvis_memory.episodes import TurnRecord
 from jarvis_memory.service import MemoryService

@@ -98,13 +98,12 @@ def test_broken_agent_filter_fails_isolation_and_access():
 
 BREAK_WHERE_ONLY = """
 import sys
-import jarvis_memory.store as store
-_orig = store._policy_where
-def no_agent_clause(scope, policy, flt, has_vector=None):
-    class AllAgents:                                     # the where clause forgets the agent filter ...
-        def readable_agents(self, layer): return None
-    return _orig(scope, AllAgents(), flt, has_vector)
-store._policy_where = no_agent_clause                   # ... but the row check (_row_readable) still applies
+import dataclasses
+import jarvis_memory.chroma as chroma
+_orig = chroma.chroma_where
+def no_agent_clause(cl):                                 # the where clause forgets the agent filter ...
+    return _orig(dataclasses.replace(cl, agents=dict.fromkeys(cl.agents)))
+chroma.chroma_where = no_agent_clause                   # ... but the row check (_row_readable) still applies
 from jarvis_memory.eval import main
 sys.exit(main(sys.argv[1:]))
 """

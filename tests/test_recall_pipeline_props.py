@@ -18,7 +18,7 @@ from jarvis_memory.embeddings import HashingEmbedder
 from jarvis_memory.scope import MemoryScope
 from jarvis_memory.service import MemoryService
 from jarvis_memory.settings import Settings
-from jarvis_memory.store import ChromaStore
+from jarvis_memory.chroma import ChromaStore
 
 T0 = 1_760_000_000.0
 DAY = 86400.0

@@ -21,7 +21,7 @@ import jarvis_memory.recall as rr
 from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.store import ChromaStore
+from jarvis_memory.chroma import ChromaStore
 from jarvis_memory.service import MemoryService
 from jarvis_memory.language import query_terms
 

@@ -1,5 +1,7 @@
-"""Contract of `jarvis_memory.store.ChromaStore`, run against embedded Chroma AND a real `chroma run` server
-(SPEC S-1.6, S-2, S-11.1). Every test uses fresh user ids, so the server-backed store can be shared."""
+"""Contract of `jarvis_memory.store.MemoryStore`, run through the protocol (`open_store`) against every implementation:
+embedded Chroma AND a real `chroma run` server (SPEC S-1.6, S-2, S-11.1). Every test uses fresh user ids, so the
+server-backed store can be shared. A new backend joins by adding its entries to `IMPLEMENTATIONS` and `location`.
+Tests of Chroma specifics (URLs, paths, collections) build `ChromaStore` directly."""
 from __future__ import annotations
 import socket, uuid
 from dataclasses import replace
@@ -10,7 +12,8 @@ import pytest
 from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, ItemError, ScopeError, MemoryInputError
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder, EmbeddingError
-from jarvis_memory.store import ChromaStore, Filter, StoreError, collection_name
+from jarvis_memory.store import MemoryStore, Filter, StoreError, StoreUnavailable, open_store
+from jarvis_memory.chroma import ChromaStore, collection_name
 from servers import chroma_server, free_port
 from fakes import Flaky
 
@@ -28,22 +31,41 @@ def server_url(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(params=['embedded', pytest.param('server', marks=pytest.mark.server)])
+IMPLEMENTATIONS = ['chroma-embedded', pytest.param('chroma-server', marks=pytest.mark.server)]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
 def mode(request): return request.param
 
 
 @pytest.fixture
 def location(mode, tmp_path, request):
-    "kwargs that point a ChromaStore at this test's backend."
-    if mode == 'embedded': return dict(path=tmp_path / 'chroma')
-    return dict(server_url=request.getfixturevalue('server_url'))
+    "kwargs of `open_store` for this test's implementation: the backend and where it keeps its data."
+    if mode == 'chroma-embedded': return dict(backend='chroma', path=tmp_path / 'chroma')
+    return dict(backend='chroma', server_url=request.getfixturevalue('server_url'))
+
+
+def opened(embedder, **location) -> MemoryStore:
+    "A store of the implementation at `location`, through the protocol."
+    return open_store(Settings(), embedder=embedder, team=team(), **location)
 
 
 @pytest.fixture
 def store(location):
-    s = ChromaStore(Settings(), EMB, team(), **location)
+    s = opened(EMB, **location)
     yield s
     s.close()
+
+
+def test_every_implementation_is_a_memory_store(store, mode):
+    assert isinstance(store, MemoryStore), mode
+
+
+def test_chroma_store_satisfies_the_protocol(tmp_path):
+    with ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c') as s:
+        assert isinstance(s, MemoryStore)
+    class NoCosines(ChromaStore): cosines = None                 # a missing method is not a store
+    assert not isinstance(NoCosines.__new__(NoCosines), MemoryStore)
 
 
 @pytest.fixture
@@ -296,7 +318,7 @@ def test_bad_inputs_name_what_was_wrong(store, alice):
 # ---------------------------------------------------------------------------------------------- locations
 def test_server_down_names_the_url():
     url = f'http://127.0.0.1:{free_port()}'
-    with pytest.raises(StoreError, match=url.replace('.', r'\.')):
+    with pytest.raises(StoreUnavailable, match=url.replace('.', r'\.')):
         ChromaStore(Settings(), EMB, team(), server_url=url)
     with pytest.raises(StoreError, match='http://host:port'):
         ChromaStore(Settings(), EMB, team(), server_url='127.0.0.1:8000')
@@ -307,7 +329,7 @@ def test_settings_choose_the_location(tmp_path, monkeypatch):
     with ChromaStore(None, EMB, team()) as s:
         assert s.path == (tmp_path / 'from-env').resolve()
     url = f'http://127.0.0.1:{free_port()}'
-    with pytest.raises(StoreError, match='cannot reach'):
+    with pytest.raises(StoreUnavailable, match='cannot reach'):
         ChromaStore(Settings(server_url=url), EMB, team())
     with ChromaStore(Settings(server_url=url), EMB, team(), path=tmp_path / 'explicit') as s:   # explicit wins
         assert s.server_url is None
@@ -321,21 +343,21 @@ def test_path_is_a_file(tmp_path):
 
 
 def test_embedder_mismatch_is_refused(location, alice):
-    with ChromaStore(Settings(), HashingEmbedder(64), team(), **location) as s:
+    with opened(HashingEmbedder(64), **location) as s:
         s.put([MemoryItem.new(sc(alice), 'explicit', '거주지: 서울', id='x')])
-    with ChromaStore(Settings(), HashingEmbedder(32), team(), **location) as s:
+    with opened(HashingEmbedder(32), **location) as s:
         with pytest.raises(StoreError, match=r"embedded with 'hashing-64' \(dim 64\).*'hashing-32'"):
             s.list(sc(alice))
         with pytest.raises(StoreError, match="hashing-64"):
             s.put([MemoryItem.new(sc(alice), 'explicit', 'more', id='y')])
         s.put([MemoryItem.new(sc(f'bob-{alice}'), 'explicit', 'other user, new collection', id='y')])  # fine
-    with ChromaStore(Settings(), None, team(), **location) as s:      # keyword-only access is allowed
+    with opened(None, **location) as s:      # keyword-only access is allowed
         assert [it.id for it in s.keyword(sc(alice), ['서울'])] == ['x']
         assert [it.id for it, _ in s.search(sc(alice), embedding=HashingEmbedder(64).embed_one('거주지: 서울'))] == ['x']
 
 
 def test_closed_store_refuses(location, alice):
-    s = ChromaStore(Settings(), EMB, team(), **location)
+    s = opened(EMB, **location)
     s.close(); s.close()
     with pytest.raises(StoreError, match='closed'): s.count(sc(alice))
 
@@ -343,7 +365,7 @@ def test_closed_store_refuses(location, alice):
 # ---------------------------------------------------------------------------------------------- without vectors
 def test_failed_embedding_keeps_items_and_reembed_fills_them(location, alice):
     e = Flaky(64)
-    with ChromaStore(Settings(), e, team(), **location) as s:
+    with opened(e, **location) as s:
         m = sc(alice)
         s.put([MemoryItem.new(m, 'explicit', '직장: 판교', id='w1', created_at=T0)])
         e.down = True
@@ -362,13 +384,13 @@ def test_failed_embedding_keeps_items_and_reembed_fills_them(location, alice):
 
 def test_keyword_only_store_and_migration(location, alice):
     m, k = sc(alice), sc(alice, 'karen')
-    with ChromaStore(Settings(), None, team(), **location) as s:
+    with opened(None, **location) as s:
         s.put([MemoryItem.new(m, 'explicit', '취미: 등산', id='h', created_at=T0),
                MemoryItem.new(k, 'turn', 'U: 등산 코스?\nA: 북한산', id='kt', created_at=T0 + 1, metadata={'a': 1})])
         assert [it.id for it in s.keyword(k, ['등산'])] == ['kt', 'h'] and s.count(m, Filter(has_vector=True)) == 0
         with pytest.raises(StoreError, match='no embedder'): s.search(m, '등산')
         with pytest.raises(StoreError, match='needs a store with an embedder'): s.reembed(m)
-    with ChromaStore(Settings(), EMB, team(), **location) as s:
+    with opened(EMB, **location) as s:
         assert s.search(m, '등산') == []
         s.put([MemoryItem.new(m, 'explicit', '직장: 판교', id='w', created_at=T0 + 2)])   # placeholder until migrated
         before = snapshot(s, alice)
@@ -385,7 +407,7 @@ def test_keyword_only_store_and_migration(location, alice):
 
 def test_unchanged_content_keeps_its_vector_when_the_embedder_is_down(location, alice):
     e = Flaky(64)
-    with ChromaStore(Settings(), e, team(), **location) as s:
+    with opened(e, **location) as s:
         m = sc(alice)
         s.put([MemoryItem.new(m, 'explicit', '직장: 판교', id='w', created_at=T0, metadata={'a': 1})])
         v = s.get(m, ['w'], include_embeddings=True)[0].embedding
@@ -400,12 +422,12 @@ def test_unchanged_content_keeps_its_vector_when_the_embedder_is_down(location, 
 
 
 @pytest.mark.server
-def test_server_dying_mid_session_is_a_store_error(tmp_path, alice):
+def test_server_dying_mid_session_is_store_unavailable(tmp_path, alice):
     with chroma_server(tmp_path / 'dying') as url:
         s = ChromaStore(Settings(), EMB, team(), server_url=url)
         s.put([MemoryItem.new(sc(alice), 'explicit', 'x y', id='x')])
         assert s.count(sc(alice)) == 1
-    with pytest.raises(StoreError, match=url.replace('.', r'\.')):
+    with pytest.raises(StoreUnavailable, match=url.replace('.', r'\.')):
         s.count(sc(alice))
     s.close()
 
@@ -413,14 +435,14 @@ def test_server_dying_mid_session_is_a_store_error(tmp_path, alice):
 def test_migration_interrupted_before_rename_is_finished_on_next_open(location, alice, monkeypatch):
     from chromadb.api.models.Collection import Collection
     m = sc(alice)
-    with ChromaStore(Settings(), None, team(), **location) as s:
+    with opened(None, **location) as s:
         s.put([MemoryItem.new(m, 'explicit', '취미: 등산', id='h', created_at=T0, metadata={'a': 1}),
                MemoryItem.new(m, 'turn', 'U: 주말?\nA: 등산', id='t', created_at=T0 + 1)])
     orig = Collection.modify
     def crash_on_rename(self, name=None, **kw):
         if name is not None: raise RuntimeError('simulated crash between drop and rename')
         return orig(self, name=name, **kw)
-    with ChromaStore(Settings(), EMB, team(), **location) as s:
+    with opened(EMB, **location) as s:
         monkeypatch.setattr(Collection, 'modify', crash_on_rename)
         with pytest.raises(RuntimeError, match='simulated'):
             s.reembed(m)

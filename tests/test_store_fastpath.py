@@ -1,6 +1,7 @@
 """The store's fast read paths give the same answers as the `where`-clause paths they replace (SPEC S-1.6, S-5.4,
-S-6.6): `_Pred` equals Chroma's `where`; the vector fast path equals the filtered query; the mirror equals Chroma
-after every kind of write; deferred `touch`es reach Chroma; isolation holds even if `_Pred` were wrong.
+S-6.6): one `ReadClause` answers `matches(row)` exactly as Chroma answers the `where` compiled from it; the vector
+fast path equals the filtered query; the mirror equals Chroma after every kind of write; deferred `touch`es reach
+Chroma; isolation holds even if the clause were wrong.
 
 Timing is measured by bench/recall_latency.py, never asserted here."""
 from __future__ import annotations
@@ -13,10 +14,14 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import jarvis_memory.store as S
-from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, LAYERS
+import jarvis_memory.mirror as M
+import jarvis_memory.chroma as C
+from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, LAYERS, source_layer
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.store import ChromaStore, Filter, _Pred, _policy_where, _Mirror, collection_name
+from jarvis_memory.store import Filter, ReadClause, StoreError
+from jarvis_memory.mirror import _Mirror
+from jarvis_memory.chroma import ChromaStore, chroma_where
 from servers import chroma_server
 from fakes import Flaky
 
@@ -43,7 +48,7 @@ def raw_rows(draw):
     rows = []
     for i in range(draw(st.integers(1, 25))):
         src = draw(st.sampled_from(SOURCES))
-        layer = S.source_layer(src) if draw(st.integers(0, 9)) else draw(st.sampled_from(LAYERS))
+        layer = source_layer(src) if draw(st.integers(0, 9)) else draw(st.sampled_from(LAYERS))
         m = dict(user_id=draw(st.sampled_from(['u', 'u', 'u', 'v'])), agent_id=draw(st.sampled_from(AGENTS)), source=src,
                  layer=layer, kind='x', session_id=draw(st.sampled_from(['', 's1', 's2'])),
                  created_at=draw(st.sampled_from([T0, T0 + 1, T0 + 2.5, T0 + 10])), importance=0.5, rehearsal=0,
@@ -81,7 +86,7 @@ def policies(draw):
             for a in AGENTS]
 
 
-# ----------------------------------------------------------------------------------------------- _Pred == where
+# ----------------------------------------------------------------------------------------------- clause.matches == where
 @pytest.fixture(scope='module')
 def raw_client(tmp_path_factory):
     c = chromadb.PersistentClient(str(tmp_path_factory.mktemp('raw')), settings=chromadb.config.Settings(anonymized_telemetry=False))
@@ -89,20 +94,30 @@ def raw_client(tmp_path_factory):
     c.close()
 
 
+def targeted(rows) -> list:
+    "Filters built from the first row's own values, so each condition meets rows it keeps and, often, rows it drops."
+    r = rows[0]
+    out = [Filter(sources=[r['source']]), Filter(exclude_sources=[r['source']]), Filter(session_id=r['session_id'] or 's1'),
+           Filter(since=r['created_at']), Filter(until=r['created_at']), Filter(agent_ids=[r['agent_id']]),
+           Filter(layers=[r['layer']]), Filter(include_superseded=True)]
+    return out + [Filter(metadata={k[2:]: r[k]}) for k in ('m.x', 'm.y') if k in r]
+
+
 @settings(**SETTINGS)
 @given(rows=raw_rows(), pols=policies(), flts=st.lists(filters(), min_size=1, max_size=6), hv=st.sampled_from([None, True, False]))
-def test_pred_equals_chroma_where(raw_client, rows, pols, flts, hv):
-    "For random rows (some malformed), filters and policies, `_Pred` keeps exactly the rows Chroma's `where` returns."
+def test_clause_matches_equals_chroma_where(raw_client, rows, pols, flts, hv):
+    """For random rows (some malformed), filters and policies, one `ReadClause` compiled to Chroma's `where` and asked
+    `matches(row)` keeps the same rows: Chroma evaluates the compiled clause, Python the clause itself."""
     col = raw_client.create_collection(f"p-{uuid.uuid4().hex[:12]}")
     col.add(ids=[f"r{i}" for i in range(len(rows))], embeddings=np.eye(len(rows), 8, dtype=np.float32) + 0.01, metadatas=rows)
-    for pol, flt in itertools.product(pols, flts):
+    for pol, flt in itertools.product(pols, flts + targeted(rows)):
         scope = MemoryScope('u', pol.agent_id)
-        where = _policy_where(scope, pol, flt, hv)
-        pred = _Pred(scope, pol, flt, hv)
+        cl = ReadClause.of(scope, pol, flt, hv)
+        where = chroma_where(cl)
         want = set() if where is None else set(col.get(where=where, include=[])['ids'])
-        got = {f"r{i}" for i, m in enumerate(rows) if pred(m)}
+        got = {f"r{i}" for i, m in enumerate(rows) if cl.matches(m)}
         assert got == want, (pol, flt, where)
-        assert pred.empty == (where is None)
+        assert cl.empty == (where is None)
     raw_client.delete_collection(col.name)
 
 
@@ -150,8 +165,8 @@ def same_hits(a, b, tol=1e-4):
 def test_search_fast_path_equals_where_path(shared_path, monkeypatch, spec, flts, ks, floor, kq, small):
     """Whenever the fast path answers (small k' so that it often cannot), it returns what the `where` query returns,
     with and without a mirror, with small groups searched exactly or not; the where path is the reference."""
-    monkeypatch.setattr(S, '_FAST_K', {True: kq, False: kq})
-    monkeypatch.setattr(S, '_SMALL', small)
+    monkeypatch.setattr(C, '_FAST_K', {True: kq, False: kq})
+    monkeypatch.setattr(M, '_SMALL', small)
     user = f"s-{uuid.uuid4().hex[:10]}"
     items = build(spec, user)
     with ChromaStore(Settings(), EMB, team(), path=shared_path) as store:
@@ -172,8 +187,8 @@ def test_search_fast_path_equals_where_path(shared_path, monkeypatch, spec, flts
 
 def test_search_fast_path_answers_and_falls_back(tmp_path, monkeypatch):
     "The three ways the fast path may answer, the fallback when it may not, and small groups searched exactly."
-    monkeypatch.setattr(S, '_FAST_K', {True: (1, 4), False: (1, 4)})       # k' tiers 4, 16, 64 (< 100 rows)
-    monkeypatch.setattr(S, '_SMALL', 0)                                     # every group through HNSW
+    monkeypatch.setattr(C, '_FAST_K', {True: (1, 4), False: (1, 4)})       # k' tiers 4, 16, 64 (< 100 rows)
+    monkeypatch.setattr(M, '_SMALL', 0)                                     # every group through HNSW
     m, k = MemoryScope('u', 'main'), MemoryScope('u', 'karen')
     items = [MemoryItem.new(m if i % 2 else k, 'turn', f'서울 날씨 {i} ' + 'tea ' * (i % 5), id=f'x{i}', created_at=T0 + i) for i in range(100)]
     with ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c') as store:
@@ -182,10 +197,10 @@ def test_search_fast_path_answers_and_falls_back(tmp_path, monkeypatch):
         assert [it.id for it, _ in store.search(m, '서울 날씨', k=3, filter=Filter(since=T0 + 98))] == ['x99']
         assert store.fallbacks == 1                                             # one readable row in 100: the clause
         assert store.search(m, '서울 날씨', k=3, min_cosine=0.999) == []         # (c) the floor proves it
-        monkeypatch.setattr(S, '_FAST_K', {True: (1, 64), False: (1, 64)})
+        monkeypatch.setattr(C, '_FAST_K', {True: (1, 64), False: (1, 64)})
         assert len(store.search(m, '서울 날씨', k=60)) == 50                      # (b) the whole collection seen (256 > 100)
         assert store.fallbacks == 1
-        monkeypatch.setattr(S, '_SMALL', 2048)                                  # main's 50 rows: searched exactly, no HNSW
+        monkeypatch.setattr(M, '_SMALL', 2048)                                  # main's 50 rows: searched exactly, no HNSW
         store._fast_search = False
         want = store.search(m, '서울 날씨', k=3, filter=Filter(since=T0 + 90))
         store._fast_search = True
@@ -242,7 +257,7 @@ def assert_same_reads(a: ChromaStore, b: ChromaStore, user):
 
 def test_mirror_follows_every_kind_of_write(tmp_path, monkeypatch):
     "After each kind of write the mirror equals Chroma, and mirror reads equal Chroma reads (S-2.4, S-2.5, S-6.6)."
-    monkeypatch.setattr(S, '_DELTA_ROWS', 4)                  # exercise index segments and their merges
+    monkeypatch.setattr(M, '_DELTA_ROWS', 4)                  # exercise index segments and their merges
     user = 'alice'
     m, k, b = MemoryScope(user, 'main', 's1'), MemoryScope(user, 'karen', 's2'), MemoryScope(user, 'bob-agent', 's1')
     rng = np.random.default_rng(1)
@@ -304,8 +319,8 @@ def test_mirror_after_migration_and_failed_write(tmp_path, monkeypatch):
 
 def test_keyword_index_equals_substring_scan(tmp_path, monkeypatch):
     "The bigram index finds what a substring scan of every row finds, across segments, merges, rewrites and deletes."
-    monkeypatch.setattr(S, '_DELTA_ROWS', 8)
-    monkeypatch.setattr(S, '_SEG_ROWS', 64)
+    monkeypatch.setattr(M, '_DELTA_ROWS', 8)
+    monkeypatch.setattr(M, '_SEG_ROWS', 64)
     rng = np.random.default_rng(5)
     alphabet = list('서울부산역 abAB_%') + ['날씨', 'tea']
     docs = {f'k{i}': ''.join(rng.choice(alphabet, int(rng.integers(1, 12)))) or 'x' for i in range(300)}
@@ -352,22 +367,23 @@ def test_old_touches_are_written_by_the_next_write(tmp_path, monkeypatch):
     with ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c') as s:
         s.put([MemoryItem.new(m, 'turn', 'a', id='a', created_at=T0)])
         s.touch(m, ['a'], T0 + 1)
-        monkeypatch.setattr(S, '_FLUSH_S', 0.0)
+        monkeypatch.setattr(M, '_FLUSH_S', 0.0)
         s.put([MemoryItem.new(m, 'turn', 'b', id='b', created_at=T0)])
         assert s._col('dan').col.get(ids=['a'], include=['metadatas'])['metadatas'][0]['last_accessed'] == T0 + 1
 
 
 # ----------------------------------------------------------------------------------------------- isolation
 def test_isolation_holds_even_if_the_predicate_were_wrong(tmp_path, monkeypatch):
-    "S-1.6 defence in depth: with `_Pred` accepting everything, `_row_readable` still hides what the policy forbids."
+    "S-1.6 defence in depth: with `ReadClause` accepting everything, `_row_readable` still hides what the policy forbids."
     from test_store_isolation import build as ibuild, oracle, USERS, READERS
     spec = [dict(i=i, u=USERS[i % 3], a=AGENTS[(i // 3) % 3], src=SOURCES[i % len(SOURCES)], text=f'서울 tea #{i}', md={},
                  session='s1', t=T0 + i, imp=0.5) for i in range(45)]
     items = ibuild(spec, 'dd')
     t = team()
-    monkeypatch.setattr(_Pred, 'group', lambda self, key: True)
-    monkeypatch.setattr(_Pred, 'rest', lambda self, m: True)
-    monkeypatch.setattr(_Pred, '__call__', lambda self, m: True)
+    monkeypatch.setattr(ReadClause, 'group', lambda self, key: True)
+    monkeypatch.setattr(ReadClause, 'rest', lambda self, m: True)
+    monkeypatch.setattr(ReadClause, 'matches', lambda self, m: True)
+    monkeypatch.setattr(C, 'chroma_where', lambda cl: {'user_id': cl.user_id})       # the where forgets the policy too
     with ChromaStore(Settings(), EMB, t, path=tmp_path / 'c') as store:
         store.put(items)
         for u, a in itertools.product(USERS, READERS):
@@ -403,7 +419,7 @@ def test_isolation_random_reads_without_mirror_too(tmp_path, mirror):
 @pytest.mark.server
 def test_server_fast_paths_equal_where_paths(tmp_path, monkeypatch):
     "Server mode (no mirror): get / touch by id without a where, and the vector fast path, equal the where paths."
-    monkeypatch.setattr(S, '_FAST_K', {True: (1, 4), False: (1, 4)})
+    monkeypatch.setattr(C, '_FAST_K', {True: (1, 4), False: (1, 4)})
     with chroma_server(tmp_path / 'server') as url:
         with ChromaStore(Settings(), EMB, team(), server_url=url) as s:
             assert s._use_mirror is False
@@ -416,5 +432,5 @@ def test_server_fast_paths_equal_where_paths(tmp_path, monkeypatch):
                 assert same_hits(s.search(sc, '서울 tea', k=kk, filter=flt), want)
             assert {x.id for x in s.get(k, [f'e{i}' for i in range(30)])} == {x.id for x in s.list(k, filter=Filter(include_superseded=True))}
             assert s.touch(k, [f'e{i}' for i in range(30)], T0 + 99) == s.count(k, Filter(include_superseded=True))
-        with pytest.raises(S.StoreError, match='mirror=True'):
+        with pytest.raises(StoreError, match='mirror=True'):
             ChromaStore(Settings(), EMB, team(), server_url=url, mirror=True)

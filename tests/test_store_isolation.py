@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.store import ChromaStore, Filter
+from jarvis_memory.store import Filter, open_store
 from servers import chroma_server
 
 USERS, AGENTS = ('u1', 'u2', 'u3'), ('main', 'karen', 'bob-agent')
@@ -144,7 +144,7 @@ def test_isolation_random_populations(embedded_path, spec, pols, who):
     team = Team(policies=pols + [GOD])
     tag = uuid.uuid4().hex[:10]
     items = build(spec, tag)
-    with ChromaStore(Settings(), EMB, team, path=embedded_path) as store:
+    with open_store(Settings(), backend='chroma', embedder=EMB, team=team, path=embedded_path) as store:
         store.put(items)
         check_reads(store, items, tag, team)
         check_mutations(store, items, tag, team, *who)
@@ -154,10 +154,10 @@ def test_isolation_random_populations(embedded_path, spec, pols, who):
 @pytest.fixture(params=['embedded', pytest.param('server', marks=pytest.mark.server)])
 def location(request, tmp_path):
     if request.param == 'embedded':
-        yield dict(path=tmp_path / 'chroma')
+        yield dict(backend='chroma', path=tmp_path / 'chroma')
     else:
         with chroma_server(tmp_path / 'server') as url:
-            yield dict(server_url=url)
+            yield dict(backend='chroma', server_url=url)
 
 
 def test_isolation_team_yaml_scenario(location, tmp_path):
@@ -175,7 +175,7 @@ def test_isolation_team_yaml_scenario(location, tmp_path):
                  session=['s1', 's2', None][i % 3], t=T0 + float(rng.integers(0, 1000)), imp=float(rng.integers(0, 10)) / 10)
             for i in range(60)]
     items = build(spec, 'fixed')
-    with ChromaStore(Settings(team_dir=str(tdir)), EMB, **location) as store:
+    with open_store(Settings(team_dir=str(tdir)), embedder=EMB, **location) as store:
         store.put(items)
         u = 'fixed-u1'
         # the spec's sentences, literally

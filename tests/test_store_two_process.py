@@ -9,14 +9,16 @@ import pytest
 from jarvis_memory.scope import MemoryScope
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.store import ChromaStore, Filter, StoreLockedError
+from jarvis_memory.store import Filter, StoreLockedError
+from jarvis_memory.chroma import ChromaStore
 
 COMMON = """
 import json, sys, time
 from jarvis_memory.scope import MemoryScope, MemoryItem, Team
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import HashingEmbedder
-from jarvis_memory.store import ChromaStore, Filter, StoreLockedError
+from jarvis_memory.store import Filter, StoreLockedError
+from jarvis_memory.chroma import ChromaStore
 PATH = sys.argv[1]
 S = MemoryScope('alice', 'main', 's1')
 def items(lo, hi):
