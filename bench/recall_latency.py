@@ -54,7 +54,8 @@ from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import UseEmbedder, cached
 from jarvis_memory.episodes import TurnRecord, turn_items
 from jarvis_memory.chroma import ChromaStore, collection_name
-from jarvis_memory.service import MemoryService, _previous_exchange
+from jarvis_memory.service import MemoryService
+from jarvis_memory.core import previous_exchange
 from jarvis_memory.language import recall_query, query_terms
 from jarvis_memory.patterns import pattern_content, pattern_id
 
@@ -279,7 +280,7 @@ def run_size(n, all_items, vecs, emb, settings, team, args, tmp):
     live = MemoryScope(USER, 'main', f'live-{n}')
 
     # the recall queries, as observe builds them (S-5.1, S-5.2); their embedding is timed separately
-    qtexts = [recall_query(h[-1]['content'], _previous_exchange(h, skip_last=True), query_chars=settings.query_chars,
+    qtexts = [recall_query(h[-1]['content'], previous_exchange(h, skip_last=True), query_chars=settings.query_chars,
                            min_chars=settings.deixis_min_chars) for h in hs]
     for q in qtexts: emb.embed_one(q, query=True)           # warm (USE pages its tables in on first use)
     qemb_t, qv = [], {}

@@ -81,7 +81,7 @@ def demo(path:str=None, # Embedded Chroma directory for the demo (default: a new
     "Write and recall a few Korean and English memories in the embedded store, and print them."
     run_demo(path)
 
-def memtax(data:str=None, # LoCoMo's locomo10.json (or its directory), or a jarvis-benchmark/1 file; default: ../shared/data/locomo beside the project
+def memtax(data:str=None, # a benchmark file (its format declared inside, by --format, or as FORMAT:PATH, e.g. locomo:x/locomo10.json); default: LoCoMo at ../shared/data/locomo beside the project
            budget:int=5120, # characters of memory shown to the reader per question (S-12.3)
            arms:str='rag,raw,turns,turns+src', # comma-separated arms to compare (rag always runs: it is the base)
            conversations:str=None, # comma-separated conversation ids (default: all)
@@ -90,15 +90,17 @@ def memtax(data:str=None, # LoCoMo's locomo10.json (or its directory), or a jarv
            reader:str='auto', # LLM reader (token F1, benefit/tax on answers): auto (when JARVIS_MEMORY__LLM_BASE_URL is set), on, off
            judge:bool=False, # with the reader, also ask the LLM judge for a correct/wrong verdict
            reader_limit:int=None, # read only this many questions (round-robin over categories); default: all
+           format:str=None, # the benchmark's format when the file does not declare it: locomo, jarvis-benchmark/1
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
     from jarvis_memory.reader import read_memtax, reader_text, write_reader_report
-    from jarvis_memory.scope import MemoryInputError
+    from jarvis_memory.scope import MemoryInputError, MemoryUnavailable
     try:
         if reader not in ('auto', 'on', 'off'): raise MemoryInputError(f"--reader must be auto, on or off, got {reader!r}")
         settings = Settings.from_env()
-        res = run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool, settings=settings)
+        res = run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool, settings=settings,
+                         format=format)
         if reader == 'on' or (reader == 'auto' and settings.llm_base_url):
             read_memtax(res, judge=judge, limit=reader_limit, settings=settings)
             print('\n' + reader_text(res))
@@ -108,6 +110,9 @@ def memtax(data:str=None, # LoCoMo's locomo10.json (or its directory), or a jarv
     except MemoryInputError as e:
         print(f"jarvis-memory memtax: {e}", file=sys.stderr)
         return 2
+    except MemoryUnavailable as e:                 # a store server, an embeddings or chat endpoint that is down
+        print(f"jarvis-memory memtax: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
     return 0
 
 COMMANDS = {'demo': demo, 'memtax': memtax}
