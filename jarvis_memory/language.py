@@ -497,12 +497,15 @@ def _ko_keep(term: str, kind: str, *, ack: bool) -> str | None:
     if ack and term in KO_ACK: return None
     return term
 
+_PARTICLE_SET = frozenset(PARTICLES)
+
 @functools.lru_cache(maxsize=4096)
 def _content(text: str, ack: bool) -> tuple[str, ...]:
     text = clean_text(text[:_CONTENT_CHARS])
     if _HANGUL_RE.search(text):                                # Kiwi reads Hangul (and Latin inside it)
         terms = [_ko_keep(t, k, ack=ack) for t, k in _ko_units(text)]
-        terms = [t.lower() for t in terms if t]
+        # a misread guard: a longer particle (이랑, 에서는) tagged as a noun in odd input is never content
+        terms = [t.lower() for t in terms if t and not (len(t) > 1 and t in _PARTICLE_SET)]
     else: terms = _en_terms(text, ack=ack)                     # no Hangul: the English rule
     return tuple(dict.fromkeys(t for t in terms if t and strip_punct(t) == t))
 

