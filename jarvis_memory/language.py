@@ -15,9 +15,9 @@ from .scope import MemoryInputError, MemoryUnavailable
 __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'KO_LIGHT_STEMS', 'KO_COURTESY', 'KO_ACK',
            'EN_FUNCTION', 'EN_COURTESY', 'EN_ACK', 'EN_REQUEST', 'TextError', 'clean_text', 'strip_punct',
            'strip_particles_list', 'kiwi_available', 'get_kiwi', 'KiwiStripper', 'query_terms', 'contains_term',
-           'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'recall_query', 'pattern_hint_wanted',
-           'conversation_language', 'text_language', 'language_instruction', 'content_terms', 'content_count',
-           'is_contentless']
+           'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'pattern_hint_wanted', 'conversation_language',
+           'text_language', 'language_instruction', 'content_terms', 'content_count', 'is_contentless', 'recall_query',
+           'recall_terms']
 
 # %% ../nbs/12_particles.ipynb #ea233269
 class TextError(MemoryInputError):
@@ -297,16 +297,6 @@ def _head(text, n: int, what: str) -> str:
     text = clean_text(_check_str(text, what)[:4 * n])     # 4n: NFC can only shorten decomposed Hangul
     return ' '.join(text.split())[:n]
 
-def recall_query(utterance: str, previous_exchange=None, *, query_chars: int = 200, min_chars: int = 8) -> str:
-    "The recall query (S-5.1), with the previous exchange prepended when the utterance is deictic (S-5.2)."
-    if not isinstance(query_chars, int) or query_chars < 1: raise TextError(f"query_chars must be an int >= 1, got {query_chars!r}")
-    query = _head(_check_str(utterance, 'utterance'), query_chars, 'utterance')
-    if previous_exchange is None: return query
-    if isinstance(previous_exchange, str) or not isinstance(previous_exchange, (tuple, list)) or len(previous_exchange) != 2:
-        raise TextError(f"previous_exchange must be a (user_utterance, answer) pair or None, got {previous_exchange!r:.80}")
-    if not is_deictic(query, min_chars): return query
-    prev = [_head(p, query_chars, w) for p, w in zip(previous_exchange, ('previous user utterance', 'previous answer'))]
-    return '\n'.join(p for p in [*prev, query] if p)
 
 # %% ../nbs/12_particles.ipynb #0474532f
 _HINT_KO = ('기억해', '앞으로', '다음부터', '다음에도', '다음번', '이 방식', '이런 방식', '이 방법', '이렇게 해', '매번')
@@ -533,3 +523,36 @@ def is_contentless(text: str, lang: str | None = None) -> bool:
     "True when `text` says nothing: no content term left once acknowledgements, greetings and interjections are gone."
     return content_count(text, lang) == 0
 
+
+# %% ../nbs/12_particles.ipynb #e9b6b878
+def _says(text: str) -> bool: return bool(text) and not is_contentless(text)
+
+def recall_query(utterance: str, previous_exchange=None, *, answers: str | None = None, query_chars: int = 200,
+                 min_chars: int = 8) -> str:
+    "The recall query (S-5.1, S-5.2): the utterance, with the context that says something; '' when nothing does."
+    if not isinstance(query_chars, int) or query_chars < 1: raise TextError(f"query_chars must be an int >= 1, got {query_chars!r}")
+    query = _head(_check_str(utterance, 'utterance'), query_chars, 'utterance')
+    if previous_exchange is not None and (isinstance(previous_exchange, str) or not isinstance(previous_exchange, (tuple, list))
+                                          or len(previous_exchange) != 2):
+        raise TextError(f"previous_exchange must be a (user_utterance, answer) pair or None, got {previous_exchange!r:.80}")
+    prev = [] if previous_exchange is None else [_head(p, query_chars, w) for p, w in
+                                                 zip(previous_exchange, ('previous user utterance', 'previous answer'))]
+    asked = _head(answers, query_chars, 'answers') if answers is not None else (prev[1] if prev else '')
+    joined = '\n'.join(p for p in prev if p)
+    if prev and _points(query): return '\n'.join(p for p in [*prev, query] if p)
+    if not _says(query): return asked if _says(asked) else joined if _says(joined) else ''
+    if _shorter_than(query, min_chars) and _says(joined): return '\n'.join([joined, query])
+    return query
+
+def _related(t: str, c: str) -> bool:
+    "A query word and a content morpheme of the same query are one word: a prefix of the other, or differing only in the last syllable (좋아한/좋아하)."
+    return t.startswith(c) or c.startswith(t) or (len(t) >= 2 and len(c) >= 2 and t[:-1] == c[:len(t) - 1])
+
+def recall_terms(text: str) -> list[str]:
+    "The keyword terms of a query: `query_terms` that carry content in the whole query, each by its content morpheme when that is its head (하은이 -> 하은)."
+    full, out = content_terms(text), []           # the whole query is tagged once: a word alone is often misread
+    for t in query_terms(text):
+        heads = [c for c in full if t.startswith(c) and c != t]
+        if heads: out.append(heads[0])
+        elif any(_related(t, c) for c in full): out.append(t)
+    return list(dict.fromkeys(out))

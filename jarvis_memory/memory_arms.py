@@ -16,7 +16,7 @@ from .settings import Settings
 from .embeddings import Embedder
 from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
-from .language import query_terms, recall_query, text_language
+from .language import recall_terms, recall_query, text_language
 from .service import MemoryService
 from .recall import BlockLine, collect, item_line
 from .llm import LLM, LLMCache
@@ -373,7 +373,7 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     out = {a: {} for a in arms}
     for q, query, qv in zip(questions, queries, qvecs):
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
-        terms = query_terms(query)
+        terms = recall_terms(query)
         gold = {e: lines[e] for e in q.evidence if e in lines}
         reads = {}                                   # family -> Collected: one store read serves turns and turns+src
         for a in arms:

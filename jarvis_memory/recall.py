@@ -15,15 +15,16 @@ import numpy as np
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
 from .settings import Settings
 from .store import MemoryStore, Filter, StoreError
-from .episodes import turn_text
-from .language import query_terms, term_share
+from .episodes import turn_text, turn_id
+from .language import recall_terms, term_share, is_contentless
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason,
                                    _check_now, _check_settings, _id_set)
-from .rerank import joint_rank, source_links, _candidates
+from .rerank import joint_rank, source_links, fact_source, _candidates
 
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'RECALL_FILTER', 'item_line', 'case_variants', 'query_vector', 'gather', 'core_block',
-           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'arrange', 'Collected', 'collect', 'recall']
+           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'says_nothing', 'source_turn', 'arrange',
+           'Collected', 'collect', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
@@ -193,6 +194,27 @@ class Recall:
             if ls: out[name] = '\n'.join([header, *ls])
         return out
 
+# %% ../nbs/19_recall.ipynb #a4dc784a
+_LABEL = re.compile(r'^(?:U|A|Answer|답)(?: ?\(\d+\))?:\s?', re.M)
+
+def says_nothing(item: MemoryItem) -> bool:
+    "A `turn` episode whose user line and answer both say nothing (`language.is_contentless`): stored, never shown."
+    if item.source != 'turn': return False
+    if 'utterance_chars' in item.metadata:
+        u, a = turn_text(item)
+        return is_contentless(u) and is_contentless(a[:_SAYS_CHARS])
+    return is_contentless(_LABEL.sub('', item.content)[:_SAYS_CHARS])
+
+_SAYS_CHARS = 300            # an answer's head is enough to know whether it says anything
+
+def _not_a_fact(item: MemoryItem) -> bool: return item.kind != 'semantic'
+
+def source_turn(item: MemoryItem) -> str:
+    "The turn a memory stands for: a turn itself, a piece's turn (S-4.4), an active extracted fact's `from_episode` (S-7.4); else the item."
+    if item.source == 'turn_part' and item.session_id is not None and isinstance(item.metadata.get('turn'), int):
+        return turn_id(item.scope, item.metadata['turn'])
+    return fact_source(item) or item.id
+
 # %% ../nbs/19_recall.ipynb #0c8e63fd
 def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, sources: Iterable[Candidate] = (),
             core: Iterable[MemoryItem] = (), window_ids: Iterable[str] = (), k: int | None = None,
@@ -207,10 +229,12 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
     pool = [*cands, *srcs] if joint else cands
     excluded = {}
     for c in pool:
-        why = (Exclusion.IN_WINDOW if c.id in win else Exclusion.CORE if c.id in core_ids else excluded_reason(c))
+        why = (Exclusion.IN_WINDOW if c.id in win else Exclusion.CORE if c.id in core_ids else excluded_reason(c)
+               or (Exclusion.CONTENTLESS if says_nothing(c.item) else None))
         if why is not None: excluded.setdefault(c.id, why)
     ranker = joint_rank if joint else rank
-    ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids)
+    ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids | {i for i, w in excluded.items() if w == Exclusion.CONTENTLESS},
+                    group=source_turn, prefer=_not_a_fact)
     res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core)
     res.lines = fit_lines(res.all_lines(), budget)
     return res
@@ -241,7 +265,7 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     for sc in scopes:
         if not isinstance(sc, MemoryScope): raise ScopeError(f"scopes must be MemoryScopes, got {type(sc).__name__}")
     if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
-    terms = query_terms(query) if terms is None else list(terms)
+    terms = recall_terms(query) if terms is None else list(terms)
     core = core_block(store, scopes, settings) if core is None else list(core)
     window_ids = _id_set(window_ids, 'window_ids')
     with_sources = settings.source_recall if sources is None else sources

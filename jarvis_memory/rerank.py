@@ -7,11 +7,11 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/rerank.html.md"""
 # %% ../nbs/17_rerank.ipynb #06b38d62
 from __future__ import annotations
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from .scope import ScopeError, MemoryScope, MemoryItem, check_id
 from .settings import Settings
-from .scoring import (Candidate, Score, ScoringError, rank, excluded_reason, flashbulb_slot,
+from .scoring import (Candidate, Score, ScoringError, rank, excluded_reason, flashbulb_slot, first_per_group,
                                    _merge, _score, _params, _check_now, _check_settings, _id_set)
 
 # %% auto #0
@@ -101,7 +101,8 @@ def _banded(scored: list, band: float) -> list:
 
 def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: int | None = None,
                exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',),
-               provenance: Mapping[str, str | Iterable[str]] | None = None, flashbulb: bool = True) -> list[Score]:
+               provenance: Mapping[str, str | Iterable[str]] | None = None, flashbulb: bool = True,
+               group: Callable[[MemoryItem], str] | None = None, prefer: Callable[[MemoryItem], bool] | None = None) -> list[Score]:
     "The recall block with source recall (S-8.1): top `k` by one query relevance, ties by the composite score, with the flashbulb slot."
     now, settings = _check_now(now), _check_settings(settings)
     k = settings.recall_k if k is None else k
@@ -119,6 +120,7 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
         scored.append(JointScore(c, s.components, {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0}, rel,
                                  s.kind, s.flashbulb, composite=s.total, source_of=src))
     scored = _banded(scored, settings.relevance_band)
-    if not flashbulb: return scored[:k]
     fb_ids = {s.id for s in scored if s.flashbulb}     # the source turn of a flashbulb fact fills the slot too
+    if group is not None: scored = first_per_group(scored, group, prefer)
+    if not flashbulb: return scored[:k]
     return flashbulb_slot(scored, k, lambda s: s.flashbulb or bool(fb_ids.intersection(s.source_of)))

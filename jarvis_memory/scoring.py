@@ -16,8 +16,8 @@ from .settings import Settings
 
 # %% auto #0
 __all__ = ['POOLS', 'COMPONENTS', 'ScoringError', 'Candidate', 'merge_pools', 'age_days', 'recency', 'decayed_importance', 'Slot',
-           'Score', 'score', 'is_flashbulb', 'Exclusion', 'excluded_reason', 'flashbulb_slot', 'rank', 'core_facts',
-           'rehearsal_updates']
+           'Score', 'score', 'is_flashbulb', 'Exclusion', 'excluded_reason', 'first_per_group', 'flashbulb_slot',
+           'rank', 'core_facts', 'rehearsal_updates']
 
 # %% ../nbs/13_scoring.ipynb #3c6066c5
 class ScoringError(MemoryInputError):
@@ -211,13 +211,15 @@ class Exclusion(str, Enum):
     IN_PROMPT = 'in_prompt'          # an id the caller says is already in the prompt
     IN_WINDOW = 'in_window'          # a turn still inside the working window (S-3.3)
     CORE = 'core'                    # already shown in the core facts block (S-6.3)
+    CONTENTLESS = 'contentless'      # a turn that says nothing ("네", "ok thanks"): stored, never shown (issue 12)
     @property
     def text(self) -> str: return _EXCLUSION_TEXT[self]
 
 _EXCLUSION_TEXT = {Exclusion.SUPERSEDED: 'superseded by a newer fact (S-2.5)',
                    Exclusion.SOURCE: 'thought log: never a recall candidate (S-6.5)',
                    Exclusion.IN_PROMPT: 'already in the prompt', Exclusion.IN_WINDOW: 'in the window (S-3.3)',
-                   Exclusion.CORE: 'in the core facts block (S-6.3)'}
+                   Exclusion.CORE: 'in the core facts block (S-6.3)',
+                   Exclusion.CONTENTLESS: 'says nothing: stored, never given a recall slot'}
 
 def excluded_reason(candidate: Candidate, exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',)) -> Exclusion | None:
     "Why `rank` never returns this candidate (superseded, excluded source, already in the prompt), or `None`."
@@ -228,6 +230,14 @@ def excluded_reason(candidate: Candidate, exclude_ids: Iterable[str] = (), exclu
     if it.source in exclude_sources: return Exclusion.SOURCE
     if it.id in exclude_ids: return Exclusion.IN_PROMPT
     return None
+
+def first_per_group(ranked: list[Score], group: Callable[[MemoryItem], str],
+                    prefer: Callable[[MemoryItem], bool] | None = None) -> list[Score]:
+    "One item per group at the group's best rank: its best-ranked `prefer`red member if any, else its best-ranked member."
+    groups: dict[str, list] = {}
+    for s in ranked: groups.setdefault(group(s.item), []).append(s)
+    pick = lambda ms: next((m for m in ms if prefer(m.item)), ms[0]) if prefer is not None else ms[0]
+    return [pick(ms) for ms in groups.values()]
 
 def flashbulb_slot(ranked: list[Score], k: int, covered: Callable[[Score], bool] = lambda s: s.flashbulb) -> list[Score]:
     "The top `k` of `ranked`; when none of them is `covered`, the best flashbulb item below the cut replaces the k-th (S-6.4)."
@@ -244,8 +254,9 @@ def _id_set(v, what) -> frozenset:
 
 def rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: int | None = None,
          exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',),
-         flashbulb: bool = True) -> list[Score]:
-    "The recall block: top `k` by score after exclusions, with the flashbulb slot (S-6.1, S-6.4, S-6.5, S-3.3)."
+         flashbulb: bool = True, group: Callable[[MemoryItem], str] | None = None,
+         prefer: Callable[[MemoryItem], bool] | None = None) -> list[Score]:
+    "The recall block: top `k` by score after exclusions, one per `group` if given, with the flashbulb slot (S-6.1, S-6.4, S-6.5, S-3.3)."
     now, settings = _check_now(now), _check_settings(settings)
     k = settings.recall_k if k is None else k
     if isinstance(k, bool) or not isinstance(k, int) or k < 0: raise ScoringError(f"k must be an int >= 0, got {k!r}")
@@ -256,6 +267,7 @@ def rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: 
     scored = [_score(c, now, P, slow, fb_imp, fb_cue) for c in _merge((None, c) for c in candidates)
               if excluded_reason(c, ex_ids, ex_src) is None]
     scored.sort(key=lambda s: (-s.total, -s.item.created_at, s.id))
+    if group is not None: scored = first_per_group(scored, group, prefer)
     return flashbulb_slot(scored, k) if flashbulb else scored[:k]
 
 # %% ../nbs/13_scoring.ipynb #b65dedba

@@ -15,15 +15,15 @@ from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns, window, window_turn_numbers
 from .episodes import window_episode_ids
-from .language import query_terms, recall_query, used_in_answer, pattern_hint_wanted
+from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted
 from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, item_line, case_variants, query_vector, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
 from .patterns import Patterns
 
 # %% auto #0
-__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'Observation', 'MemoryService', 'stored_window_ids', 'observe', 'reinforce',
-           'forget_session', 'recall_episodes']
+__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'Observation', 'MemoryService', 'answered_line', 'stored_window_ids', 'observe',
+           'reinforce', 'forget_session', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -77,6 +77,14 @@ class MemoryService(Consolidation, Patterns):
     "Long-term memory for one agent harness: `observe` before the model, `record_turn` and `reinforce` after (S-3–S-10)."
 
 # %% ../nbs/20_service.ipynb #2c53f458
+def answered_line(history) -> str | None:
+    "The assistant line the last user message answers (a greeting or a question that opened the session counts too)."
+    msgs = check_history(history)
+    last = max((i for i, m in enumerate(msgs) if m['role'] == 'user'), default=None)
+    if last is None: return None
+    return next((m['content'] for m in reversed(msgs[:last]) if m['role'] == 'assistant' and isinstance(m.get('content'), str)
+                 and m['content'].strip()), None)
+
 def stored_window_ids(scope: MemoryScope, history, settings: Settings) -> list[str]:
     "Ids of the stored episodes of the turns inside the window (S-3.3); the turn in progress is not stored yet."
     turns = split_turns(history)
@@ -93,9 +101,11 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
     utterance = turns[-1].utterance or '' if turns else ''
     prev = previous_exchange(msgs, skip_last=True) if turns else None
     if turns:
-        obs.query = recall_query(utterance, prev, query_chars=s.query_chars, min_chars=s.deixis_min_chars)
-        obs.deictic = prev is not None and obs.query != recall_query(utterance, None, query_chars=s.query_chars, min_chars=s.deixis_min_chars)
-        obs.terms = query_terms(obs.query)
+        asked = answered_line(msgs)
+        obs.query = recall_query(utterance, prev, answers=asked, query_chars=s.query_chars, min_chars=s.deixis_min_chars)
+        obs.deictic = prev is not None and obs.query != recall_query(utterance, None, answers=asked, query_chars=s.query_chars,
+                                                                     min_chars=s.deixis_min_chars)
+        obs.terms = recall_terms(obs.query)
         if pattern_hint_wanted(utterance): obs.hints.append(f"{PATTERN_HINT_HEADER}\n{PATTERN_HINT}")
         pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
         obs.pattern_text, obs.patterns = self.pattern_block(scope, pattern_text)
