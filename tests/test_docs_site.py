@@ -70,8 +70,10 @@ def test_docs_site_in_chromium(site):
             assert n_traces >= 3, n_traces                                            # the half-life curves were drawn
             text = page.inner_text('article')
             assert 'Score' in text and 'recency' in text
-            ref = page.evaluate("Array.from(document.querySelectorAll('article h2, article h3, article h4')).map(h => h.innerText)")
-            assert any(h.strip().startswith(('Score', 'score')) for h in ref), ref  # show_doc's API reference headings
+            # show_doc's API reference: a heading per exported name, with a link to its source line
+            ids = set(page.evaluate("Array.from(document.querySelectorAll('article h3[id], article h4[id]')).map(h => h.id)"))
+            assert {'merge_pools', 'decayed_importance', 'recency', 'score'} <= ids, sorted(ids)
+            assert page.evaluate("document.querySelectorAll('article a[href*=\"jarvis_memory/scoring.py#L\"]').length") >= 4
             page.locator('.js-plotly-plot').first.scroll_into_view_if_needed()
             page.screenshot(path=str(shots / 'docs_scoring.png'))
             assert not errors, errors

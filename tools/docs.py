@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     cfg = ROOT / '_site_src' / 'mkdocs.yml'
     cfg.write_text(mkdocs_yml(pages), encoding='utf-8')
     t1 = time.time()
-    r = subprocess.run([str(Path(sys.executable).parent / 'mkdocs'), 'build', '--clean', '-f', str(cfg)], cwd=ROOT,
+    r = subprocess.run([str(Path(sys.executable).parent / 'mkdocs'), 'build', '--clean', '-f', str(cfg)], cwd=SRC.parent,     # its .cache/ goes there
                        env={**os.environ, 'NO_MKDOCS_2_WARNING': '1'})
     if r.returncode: return r.returncode
     print(f"docs: notebooks {t1 - t0:.0f} s, mkdocs {time.time() - t1:.0f} s; open {SITE / 'index.html'}")
