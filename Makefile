@@ -40,8 +40,13 @@ explore: install
 	$(VENV)/bin/voila --version >/dev/null 2>&1 || $(PIP) install "$(VOILA)"
 	$(VENV)/bin/voila apps/explorer.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$(EXPLORE_PORT)
 
+# The documentation site (tools/docs.py): README from nbs/index.ipynb, then every notebook executed (two at a time, with
+# the API reference from show_doc and plotly figures inline) and built by MkDocs + mkdocs-jupyter into _site/, offline.
+# Open _site/index.html, or serve it: python -m http.server -d _site --bind 127.0.0.1 8000
 docs: install
 	$(VENV)/bin/nbdev-export && $(PY) tools/readme.py
+	$(PIP) install -q -e ".[docs]"
+	$(PY) tools/docs.py
 
 clean:
-	rm -rf $(VENV) _docs _proc .pytest_cache reports
+	rm -rf $(VENV) _docs _proc _site _site_src .pytest_cache reports

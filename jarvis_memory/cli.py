@@ -16,7 +16,7 @@ from .chroma import ChromaStore
 from .service import MemoryService
 
 # %% auto #0
-__all__ = ['DAY', 'COMMANDS', 'run_demo', 'demo', 'memtax', 'main']
+__all__ = ['DAY', 'COMMANDS', 'run_demo', 'demo', 'memtax', 'mcp', 'chat', 'main']
 
 # %% ../nbs/90_cli.ipynb #473d3818
 DAY = 86400.0
@@ -115,7 +115,71 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
         return 3
     return 0
 
-COMMANDS = {'demo': demo, 'memtax': memtax}
+def _settings(path, server_url) -> Settings:
+    s = Settings.from_env()
+    if path is not None: s = s.replace(path=path)
+    if server_url is not None: s = s.replace(server_url=server_url)
+    return s
+
+def _fail(cmd, e) -> int:
+    "Exit status and one line on stderr: 2 for bad input, 3 for a dependency that is missing or down."
+    from jarvis_memory.scope import MemoryUnavailable
+    print(f"jarvis-memory {cmd}: {type(e).__name__ + ': ' if isinstance(e, MemoryUnavailable) else ''}{e}", file=sys.stderr)
+    return 3 if isinstance(e, MemoryUnavailable) else 2
+
+def mcp(user:str=None, # the user whose memory this server serves (identity is fixed here, never taken from tool arguments)
+        agent:str=None, # the agent id the memories are written and read as (S-1.1)
+        transport:str='stdio', # stdio, or http (streamable HTTP at http://HOST:PORT/mcp)
+        host:str='127.0.0.1', # with --transport http: a loopback address only (the server has no authentication)
+        port:int=8765, # with --transport http
+        session:str=None, # session id for recorded turns (default: a new one per start)
+        path:str=None, # embedded Chroma directory (default: JARVIS_MEMORY__PATH or .jarvis_memory/chroma)
+        server_url:str=None, # a `chroma run` server instead, e.g. http://127.0.0.1:8000 (several MCP servers can share it)
+       ):
+    "The memory as MCP tools for one user and agent (remember, recall, search episodes, forget, task patterns), stdio or HTTP."
+    from jarvis_memory.scope import MemoryInputError, MemoryUnavailable
+    try:
+        if not user or not agent: raise MemoryInputError("--user and --agent are required: the server acts for exactly one user and agent")
+        from jarvis_memory.mcp_server import serve
+        serve(user, agent, transport=transport, host=host, port=port, session=session, settings=_settings(path, server_url))
+    except (MemoryInputError, MemoryUnavailable) as e: return _fail('mcp', e)
+    return 0
+
+def chat(user:str='me', # your user id (S-1.1)
+         agent:str='main', # the agent id
+         base_url:str=None, # OpenAI-compatible chat endpoint, e.g. http://127.0.0.1:8080/v1 (default: JARVIS_MEMORY__LLM_BASE_URL)
+         model:str=None, # the chat model's name (default: JARVIS_MEMORY__LLM_MODEL)
+         api_key:str=None, # the endpoint's API key if it needs one (default: JARVIS_MEMORY__LLM_API_KEY)
+         show_memory:bool=False, # print the memory blocks the model was given before each answer, and which it used
+         session:str=None, # the first session's id (default: a new one)
+         path:str=None, # embedded Chroma directory (default: JARVIS_MEMORY__PATH or .jarvis_memory/chroma)
+         server_url:str=None, # a `chroma run` server instead of the embedded store
+         no_idle:bool=False, # no idle consolidation (sessions are still consolidated when they end)
+         temperature:float=0.3, # sampling temperature of the chat model
+         max_tokens:int=256, # longest answer, in tokens
+        ):
+    "Talk to an agent with long-term memory in the terminal: observe -> model -> record_turn -> reinforce, slash commands."
+    from jarvis_memory.scope import MemoryInputError, MemoryUnavailable
+    from jarvis_memory.llm import LLM
+    from jarvis_memory.chat import ChatAgent, run_chat
+    try:
+        settings = _settings(path, server_url)
+        llm = LLM(settings, base_url=base_url, model=model, api_key=api_key, cache=False)
+        if not llm.configured:
+            raise MemoryInputError("no chat endpoint: pass --base-url and --model (or set JARVIS_MEMORY__LLM_BASE_URL and JARVIS_MEMORY__LLM_MODEL)")
+        consolidation_llm = LLM(settings, base_url=llm.base_url, model=llm.model, api_key=api_key)
+        svc = MemoryService.open(settings)
+        try:
+            agent = ChatAgent(svc, user, agent, llm, session_id=session, consolidation_llm=consolidation_llm, idle=not no_idle,
+                              temperature=temperature, max_tokens=max_tokens)
+            try: import readline                      # line editing and history for input()
+            except ImportError: pass
+            run_chat(agent, show_memory=show_memory)
+        finally: svc.close()
+    except (MemoryInputError, MemoryUnavailable) as e: return _fail('chat', e)
+    return 0
+
+COMMANDS = {'demo': demo, 'memtax': memtax, 'mcp': mcp, 'chat': chat}
 
 def main(argv=None) -> int:
     "`jarvis-memory <command> [options]`; `jarvis-memory --help` lists the commands."
