@@ -552,7 +552,7 @@ def recall_terms(text: str) -> list[str]:
     "The keyword terms of a query: `query_terms` that carry content in the whole query, each by its content morpheme when that is its head (하은이 -> 하은)."
     full, out = content_terms(text), []           # the whole query is tagged once: a word alone is often misread
     for t in query_terms(text):
-        heads = [c for c in full if t.startswith(c) and c != t]
+        heads = [c for c in full if t.startswith(c) and c != t] if _HANGUL_RE.search(t) else []   # 하은이 -> 하은
         if heads: out.append(heads[0])
         elif any(_related(t, c) for c in full): out.append(t)
     return list(dict.fromkeys(out))
