@@ -19,12 +19,12 @@ from .episodes import turn_text, turn_id
 from .language import recall_terms, term_share, is_contentless
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason,
                                    _check_now, _check_settings, _id_set)
-from .rerank import joint_rank, source_links, fact_source, _candidates
+from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'RECALL_FILTER', 'item_line', 'case_variants', 'query_vector', 'gather', 'core_block',
-           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'says_nothing', 'source_turn', 'arrange',
-           'Collected', 'collect', 'recall']
+           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'says_nothing', 'turn_of', 'arrange', 'Collected',
+           'collect', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
@@ -207,13 +207,11 @@ def says_nothing(item: MemoryItem) -> bool:
 
 _SAYS_CHARS = 300            # an answer's head is enough to know whether it says anything
 
-def _not_a_fact(item: MemoryItem) -> bool: return item.kind != 'semantic'
-
-def source_turn(item: MemoryItem) -> str:
-    "The turn a memory stands for: a turn itself, a piece's turn (S-4.4), an active extracted fact's `from_episode` (S-7.4); else the item."
+def turn_of(item: MemoryItem) -> str:
+    "The slot a memory takes: a piece takes its turn's (S-4.4); every other item its own."
     if item.source == 'turn_part' and item.session_id is not None and isinstance(item.metadata.get('turn'), int):
         return turn_id(item.scope, item.metadata['turn'])
-    return fact_source(item) or item.id
+    return item.id
 
 # %% ../nbs/19_recall.ipynb #0c8e63fd
 def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, sources: Iterable[Candidate] = (),
@@ -234,7 +232,7 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
         if why is not None: excluded.setdefault(c.id, why)
     ranker = joint_rank if joint else rank
     ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids | {i for i, w in excluded.items() if w == Exclusion.CONTENTLESS},
-                    group=source_turn, prefer=_not_a_fact)
+                    group=turn_of)
     res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core)
     res.lines = fit_lines(res.all_lines(), budget)
     return res

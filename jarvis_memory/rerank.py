@@ -102,7 +102,7 @@ def _banded(scored: list, band: float) -> list:
 def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: int | None = None,
                exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',),
                provenance: Mapping[str, str | Iterable[str]] | None = None, flashbulb: bool = True,
-               group: Callable[[MemoryItem], str] | None = None, prefer: Callable[[MemoryItem], bool] | None = None) -> list[Score]:
+               group: Callable[[MemoryItem], str] | None = None) -> list[Score]:
     "The recall block with source recall (S-8.1): top `k` by one query relevance, ties by the composite score, with the flashbulb slot."
     now, settings = _check_now(now), _check_settings(settings)
     k = settings.recall_k if k is None else k
@@ -121,6 +121,6 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
                                  s.kind, s.flashbulb, composite=s.total, source_of=src))
     scored = _banded(scored, settings.relevance_band)
     fb_ids = {s.id for s in scored if s.flashbulb}     # the source turn of a flashbulb fact fills the slot too
-    if group is not None: scored = first_per_group(scored, group, prefer)
+    if group is not None: scored = first_per_group(scored, group)
     if not flashbulb: return scored[:k]
     return flashbulb_slot(scored, k, lambda s: s.flashbulb or bool(fb_ids.intersection(s.source_of)))

@@ -231,13 +231,13 @@ def excluded_reason(candidate: Candidate, exclude_ids: Iterable[str] = (), exclu
     if it.id in exclude_ids: return Exclusion.IN_PROMPT
     return None
 
-def first_per_group(ranked: list[Score], group: Callable[[MemoryItem], str],
-                    prefer: Callable[[MemoryItem], bool] | None = None) -> list[Score]:
-    "One item per group at the group's best rank: its best-ranked `prefer`red member if any, else its best-ranked member."
-    groups: dict[str, list] = {}
-    for s in ranked: groups.setdefault(group(s.item), []).append(s)
-    pick = lambda ms: next((m for m in ms if prefer(m.item)), ms[0]) if prefer is not None else ms[0]
-    return [pick(ms) for ms in groups.values()]
+def first_per_group(ranked: list[Score], group: Callable[[MemoryItem], str]) -> list[Score]:
+    "The best-ranked item of each group, in rank order: e.g. one slot for a turn and its pieces."
+    seen, out = set(), []
+    for s in ranked:
+        g = group(s.item)
+        if g not in seen: seen.add(g); out.append(s)
+    return out
 
 def flashbulb_slot(ranked: list[Score], k: int, covered: Callable[[Score], bool] = lambda s: s.flashbulb) -> list[Score]:
     "The top `k` of `ranked`; when none of them is `covered`, the best flashbulb item below the cut replaces the k-th (S-6.4)."
@@ -254,8 +254,7 @@ def _id_set(v, what) -> frozenset:
 
 def rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: int | None = None,
          exclude_ids: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',),
-         flashbulb: bool = True, group: Callable[[MemoryItem], str] | None = None,
-         prefer: Callable[[MemoryItem], bool] | None = None) -> list[Score]:
+         flashbulb: bool = True, group: Callable[[MemoryItem], str] | None = None) -> list[Score]:
     "The recall block: top `k` by score after exclusions, one per `group` if given, with the flashbulb slot (S-6.1, S-6.4, S-6.5, S-3.3)."
     now, settings = _check_now(now), _check_settings(settings)
     k = settings.recall_k if k is None else k
@@ -267,7 +266,7 @@ def rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: 
     scored = [_score(c, now, P, slow, fb_imp, fb_cue) for c in _merge((None, c) for c in candidates)
               if excluded_reason(c, ex_ids, ex_src) is None]
     scored.sort(key=lambda s: (-s.total, -s.item.created_at, s.id))
-    if group is not None: scored = first_per_group(scored, group, prefer)
+    if group is not None: scored = first_per_group(scored, group)
     return flashbulb_slot(scored, k) if flashbulb else scored[:k]
 
 # %% ../nbs/13_scoring.ipynb #b65dedba
