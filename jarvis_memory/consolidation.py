@@ -22,7 +22,7 @@ from .episodes import turn_text
 from .language import query_terms, contains_term, term_share, conversation_language, text_language
 from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured
 from .core import MemoryCore, fact_topic
-from .grounding import (Reason, grounded, canonical_key, fact_kind, fact_importance, qualified_value,
+from .grounding import (Reason, grounded, canonical_key, evidenced_key, fact_kind, fact_importance, qualified_value,
                                      supersedes, load_facts, score_extraction, fact_matches)
 
 _log = logging.getLogger(__name__)
@@ -193,14 +193,14 @@ def ground_fact(fact: dict, utterance: str, lang: str, asked: str | None = None,
     "The `Grounding` of an extracted fact against its source `utterance` (and the line it answers), copies of the prompt example included."
     return grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked)
 
-def shape_fact(fact: dict, lang: str, at: float) -> tuple[dict, dict]:
-    "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` (see above)."
-    canon = canonical_key(fact['key'], lang)
-    free = canon in ('기타', 'other')
-    kind = fact_kind(fact['key'], fact['value'], lang)
-    out = {'key': fact['key'] if free else canon,
-           'value': fact['value'] if free else qualified_value(fact['key'], fact['value'], lang),
-           'importance': fact_importance(fact['key'], kind, fact.get('importance'), lang)}
+def shape_fact(fact: dict, lang: str, at: float, utterance: str = '') -> tuple[dict, dict]:
+    "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` in `utterance` (see above)."
+    canon = evidenced_key(fact['key'], fact['value'], utterance, lang)
+    free = canonical_key(fact['key'], lang) in ('기타', 'other')          # the model's own key: kept, under other
+    value = fact['value'] if free else qualified_value(fact['key'], fact['value'], lang)
+    kind = fact_kind(canon, value, lang)
+    out = {'key': fact['key'] if free else canon, 'value': value,
+           'importance': fact_importance(canon, kind, fact.get('importance'), lang)}
     meta = {'model_key': fact['key'], 'taxonomy_key': canon, 'fact_kind': kind, 'grounded': True}
     if kind == 'passing': meta |= {'said_at': float(at), 'date': time.strftime('%Y-%m-%d', time.gmtime(at))}
     return out, meta
@@ -447,7 +447,7 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
             shown = json.dumps({k: f[k] for k in ('key', 'value', 'importance')}, ensure_ascii=False)
             rep.checked.append({'key': f['key'], 'value': f['value'], 'from_episode': src.id, 'provenance': rule, 'reason': v.reason.value})
             if not v.ok: rep.dropped.append((shown, v.reason.value)); continue
-            fact, shaped = shape_fact(f, lang, src.created_at)
+            fact, shaped = shape_fact(f, lang, src.created_at, f"{utt} {asked or ''}")   # '알레르기 있으세요?' names it
             meta = {'from_episode': src.id, 'provenance': rule, 'lang': lang, **shaped}
             if about: meta['about'] = about          # whose fact it is, shown as `[about]` in the block (19_recall)
             it, wrote = self._write_extracted(gscope, fact, meta, src.created_at)

@@ -18,11 +18,11 @@ from .language import (LANGUAGES, clean_text, contains_term, content_terms, get_
 
 # %% auto #0
 __all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 'SUPPORT_SHARE', 'COPY_MIN_TERMS',
-           'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP', 'MODEL_TIE', 'STATE_TOPICS', 'FACTS_FORMAT',
-           'MATCH_SHARE', 'GroundingError', 'same_term', 'Topic', 'canonical_key', 'key_definitions', 'is_negative',
-           'negates', 'fact_kind', 'Reason', 'Grounding', 'grounded', 'fact_importance', 'key_terms', 'qualified_value',
-           'subject_terms', 'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore',
-           'score_extraction']
+           'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP', 'MODEL_TIE', 'ALLERGY_REACTIONS', 'STATE_TOPICS',
+           'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term', 'Topic', 'canonical_key', 'key_definitions',
+           'is_negative', 'negates', 'fact_kind', 'Reason', 'Grounding', 'grounded', 'fact_importance', 'evidenced_key',
+           'key_terms', 'qualified_value', 'subject_terms', 'supersedes', 'facts_data_path', 'load_facts',
+           'fact_matches', 'ExtractionScore', 'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
 class GroundingError(MemoryInputError):
@@ -90,8 +90,8 @@ TAXONOMY = (
     Topic('건강', 'health', 'conditions, illnesses, pain, symptoms, medication and treatment; not allergies',
           '질병·통증·증상·복용 약·치료 (알레르기 제외)',
           _words('건강 질병 병 지병 증상 통증 아프 관절염 허리 무릎 두통 머리 혈압 고혈압 당뇨 천식 약 복용 수술 병원 진료 치료 감기 '
-                 '몸살 health condition illness disease symptom pain ache medication medicine surgery diagnosis asthma '
-                 'diabetes arthritis injury sick blood pressure')),
+                 '몸살 편두통 불면증 health condition illness disease symptom pain ache medication medicine surgery diagnosis asthma '
+                 'diabetes arthritis injury sick blood pressure migraine headache insomnia')),
     Topic('반려동물', 'pets', "the user's animals: kind, name, age",
           '키우는 동물의 종류·이름·나이',
           _words('반려동물 강아지 개 고양이 반려견 반려묘 애완 애완동물 pet dog cat puppy kitten')),
@@ -288,6 +288,23 @@ def fact_importance(key: str, kind: str, model: float | None = None, lang: str |
     if isinstance(model, bool) or not isinstance(model, (int, float)) or not 0 <= model <= 1:
         raise GroundingError(f"model importance must be a number in 0..1 or None, got {model!r}")
     return round(base + 2 * MODEL_TIE * (float(model) - 0.5), 3)
+
+def _named(topic: Topic, text: str) -> bool:
+    return any(w in topic.words or _en_norm(w) in topic.words for w in content_terms(text))
+
+# What names an allergy besides the word: the reactions people describe it by (a mouth that swells after peaches).
+ALLERGY_REACTIONS = frozenset('붓 가렵 간지럽 두드러기 발진 swell swells swelling swollen itch itchy itching rash hives anaphylaxis'.split())
+
+def evidenced_key(key: str, value: str, utterance: str = '', lang: str | None = None) -> str:
+    "`canonical_key(key)`, except that an *allergy* named neither in `value` nor in `utterance` is re-keyed from the value's words."
+    key, value, utterance = _str(key, 'key'), _str(value, 'value'), _str(utterance, 'utterance')
+    lang = _lang(lang, key, value)
+    t = _topic_of(key)
+    said = content_terms(f'{value} {utterance}')
+    if t.en == 'allergy' and not (any(w in t.words or w in ALLERGY_REACTIONS or _en_norm(w) in ALLERGY_REACTIONS for w in said)
+                                  or re.search(r'알레르|알러지|allerg', f'{value} {utterance}', re.I)):
+        t = next((x for x in TAXONOMY if x.en != 'allergy' and x.words and _named(x, value)), _OTHER)
+    return getattr(t, lang)
 
 def key_terms(key: str, lang: str | None = None) -> list[str]:
     "The content terms of a model's key that say more than its taxonomy key and naming labels ('딸 이름' -> ['딸'])."
