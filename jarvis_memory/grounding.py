@@ -203,7 +203,7 @@ class Reason(str, Enum):
     UNSUPPORTED = 'unsupported'                  # too few of the value's content terms are in the utterance
 
 SUPPORT_SHARE = 0.5   # a value paraphrases: the model adds a verb (함, 있음, 다님) the user didn't say; half its terms must be the user's
-COPY_MIN_TERMS = 3    # as copied_from_example: 3 example-only terms, or half of the value, and more than the supported ones
+COPY_MIN_TERMS = 3    # as the former copied_from_example: 3 example-only terms, or half of the value, and more than the supported ones
 
 @dataclass(frozen=True)
 class Grounding:
