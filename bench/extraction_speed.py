@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT / 'tests'), str(ROOT)]
 import openai
 from servers import llama_server
 from jarvis_memory.llm import FACTS_SCHEMA, LLMBadOutput, find_gguf, parse_answer
-from jarvis_memory.consolidation import (extraction_messages, salvage_facts, check_facts, copied_from_example,
+from jarvis_memory.consolidation import (extraction_messages, salvage_facts, check_facts, ground_fact,
                                          EXTRACTION_MAX_TOKENS)
 from jarvis_memory.language import conversation_language
 
@@ -102,7 +102,7 @@ def run(client, model, messages, mode, utterances, lang, pid=None) -> dict:
     except LLMBadOutput: valid = False
     raw = salvage_facts(text)
     kept, dropped = check_facts(raw) if raw is not None else ([], [])
-    copies = [f for f in kept if copied_from_example(f"{f['key']}: {f['value']}", utterances, lang)]
+    copies = [f for f in kept if ground_fact(f, ' '.join(utterances), lang).reason.value == 'example_copy']   # grounding's rule
     return dict(seconds=dt, cpu=cpu, completion=r.usage.completion_tokens, valid=valid, parsed=raw is not None,
                 kept=kept, copies=copies, dropped=dropped, finish=r.choices[0].finish_reason, text=text)
 

@@ -16,7 +16,7 @@ from .chroma import ChromaStore
 from .service import MemoryService
 
 # %% auto #0
-__all__ = ['DAY', 'COMMANDS', 'run_demo', 'demo', 'memtax', 'mcp', 'chat', 'main']
+__all__ = ['DAY', 'FACTS_CACHE', 'COMMANDS', 'run_demo', 'demo', 'memtax', 'mcp', 'chat', 'facts', 'main']
 
 # %% ../nbs/90_cli.ipynb #473d3818
 DAY = 86400.0
@@ -179,7 +179,42 @@ def chat(user:str='me', # your user id (S-1.1)
     except (MemoryInputError, MemoryUnavailable) as e: return _fail('chat', e)
     return 0
 
-COMMANDS = {'demo': demo, 'memtax': memtax, 'mcp': mcp, 'chat': chat}
+FACTS_CACHE = 'data/cache/facts_extraction.jsonl'
+
+def facts(labelled:str=None, # the labelled fact set (jarvis-facts/1); default: data/facts_labelled.json of the source checkout
+          answers:str=None, # the extraction model's answers (jarvis-llm-answers/1); default: data/cache/facts_extraction.jsonl
+          verbose:bool=False, # also list the facts written that match no gold fact, and the gold facts missed
+         ):
+    "Extraction precision and recall on the labelled fact set, before and after grounding (issue 17)."
+    from jarvis_memory.grounding import load_facts
+    from jarvis_memory.consolidation import measure_facts
+    from jarvis_memory.memory_arms import AnswerFile, LayeredCache
+    from jarvis_memory.benchmarks import project_root
+    from jarvis_memory.llm import LLM, LLMCache
+    from jarvis_memory.scope import MemoryInputError, MemoryUnavailable
+    try:
+        doc = load_facts(labelled)
+        settings = Settings.from_env()
+        root = project_root()
+        p = Path(answers) if answers is not None else (root / FACTS_CACHE if root is not None else None)
+        af = AnswerFile(p, any_model=True) if answers is not None or (p is not None and p.is_file()) else None
+        llm = LLM(settings, cache=LayeredCache(*([af] if af else []), writable=LLMCache(Path(settings.cache_dir) / 'llm.sqlite3')))
+        t0 = time.perf_counter()
+        m = measure_facts(doc, llm)
+        who = (f"answers of {af.header.get('model')} ({af.path.name}, {af.header.get('date')})" if af else f"LLM {llm.model or '(none)'}")
+        print(f"fact extraction on {len(doc['sessions'])} labelled sessions, {who}; {time.perf_counter() - t0:.0f} s")
+        print(m)
+        if verbose:
+            u = m.unmatched(doc)
+            for sid, f in u['wrong']: print(f"  wrong  {sid}: {f['key']}: {f['value']}")
+            for sid, f in u['missed']: print(f"  missed {sid}: {f['key']}: {f['value']}")
+        if m.missing:
+            raise MemoryUnavailable(f"no answer for {len(m.missing)} of {len(doc['sessions'])} sessions: neither in the answers file "
+                                    "nor from an LLM (set JARVIS_MEMORY__LLM_BASE_URL, or regenerate with bench/facts_extract.py)")
+    except (MemoryInputError, MemoryUnavailable) as e: return _fail('facts', e)
+    return 0
+
+COMMANDS = {'demo': demo, 'memtax': memtax, 'facts': facts, 'mcp': mcp, 'chat': chat}
 
 def main(argv=None) -> int:
     "`jarvis-memory <command> [options]`; `jarvis-memory --help` lists the commands."

@@ -22,6 +22,8 @@ from .episodes import turn_text
 from .language import query_terms, contains_term, term_share, conversation_language, text_language
 from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured
 from .core import MemoryCore, fact_topic
+from .grounding import (Reason, grounded, canonical_key, evidenced_key, fact_kind, fact_importance, qualified_value,
+                                     supersedes, load_facts, score_extraction, fact_matches)
 
 _log = logging.getLogger(__name__)
 
@@ -29,8 +31,8 @@ _log = logging.getLogger(__name__)
 __all__ = ['EXTRACTION_PROMPT', 'EXTRACTION_EXAMPLES', 'EXTRACTION_LANG_RULE', 'EXTRACTION_MAX_TOKENS', 'CONSOLIDATION_SOURCES',
            'PROCEDURE_SOURCE', 'PROCEDURE_STATUSES', 'Consolidation', 'ConsolidationError', 'extraction_messages',
            'close_cut_json', 'salvage_facts', 'check_facts', 'word_overlap', 'best_by_words', 'nearest_by_vector',
-           'copied_from_example', 'GroupReport', 'ConsolidationReport', 'extracted_id', 'procedure_name',
-           'procedure_text', 'IdleConsolidator']
+           'example_texts', 'grounding_value', 'ground_fact', 'shape_fact', 'GroupReport', 'ConsolidationReport',
+           'extracted_id', 'procedure_name', 'procedure_text', 'IdleConsolidator', 'FactsMeasure', 'measure_facts']
 
 # %% ../nbs/16_consolidation.ipynb #881f5a7f
 class Consolidation(MemoryCore):
@@ -133,9 +135,9 @@ def _text(v) -> str | None:
     return _one_line(v)
 
 def check_facts(facts: list, min_importance: float = 0.5) -> tuple[list[dict], list[tuple[str, str]]]:
-    "Usable facts `{key, value, importance}` (cleaned, same-topic merged) and the dropped ones as `(fact, reason)` (S-7.3)."
+    "Usable facts `{key, value, importance}` (cleaned; importance None and `repaired` when missing) and the dropped ones as `(fact, reason)` (S-7.3)."
     if not isinstance(facts, list): raise ConsolidationError(f"facts must be a list, got {type(facts).__name__}")
-    kept, dropped, seen = {}, [], set()
+    kept, dropped, seen = [], [], set()
     for f in facts:
         shown = json.dumps(f, ensure_ascii=False)[:200]
         if not isinstance(f, dict): dropped.append((shown, 'not an object')); continue
@@ -143,18 +145,16 @@ def check_facts(facts: list, min_importance: float = 0.5) -> tuple[list[dict], l
         if key is not None: key = _one_line(key.replace(':', ' '))
         if not key: dropped.append((shown, 'no key' if f.get('key') is None else 'empty key')); continue
         if not value: dropped.append((shown, 'no value' if f.get('value') is None else 'empty value')); continue
+        repaired = None
         if isinstance(imp, bool) or not isinstance(imp, (int, float)):
-            dropped.append((shown, 'no importance' if imp is None else f'importance {imp!r} is not a number')); continue
-        if not math.isfinite(imp) or not 0 <= imp <= 1: dropped.append((shown, f'importance {imp!r} outside 0..1')); continue
-        if imp < min_importance: dropped.append((shown, f'importance {imp:g} below {min_importance:g}')); continue
+            repaired = 'no importance' if imp is None else f'importance {imp!r} is not a number'
+        elif not math.isfinite(imp) or not 0 <= imp <= 1: repaired = f'importance {imp!r} outside 0..1'
+        elif imp < min_importance: dropped.append((shown, f'importance {imp:g} below {min_importance:g}')); continue
         if (key.lower(), value) in seen: dropped.append((shown, 'duplicate')); continue
         seen.add((key.lower(), value))
-        topic = fact_topic(f'{key}: {value}') or f'{key}: {value}'
-        if topic in kept:
-            k = kept[topic]
-            k['value'], k['importance'] = f"{k['value']}; {value}", max(k['importance'], float(imp))
-        else: kept[topic] = {'key': key, 'value': value, 'importance': float(imp)}
-    return list(kept.values()), dropped
+        kept.append({'key': key, 'value': value, 'importance': None if repaired else float(imp)}
+                    | ({'repaired': repaired} if repaired else {}))
+    return kept, dropped
 
 # %% ../nbs/16_consolidation.ipynb #9afefeb4
 def word_overlap(fact: str, utterance: str) -> int:
@@ -175,17 +175,35 @@ def nearest_by_vector(fact_vec, vectors) -> int | None:
     return ok[int(np.argmax(sims))][0]
 
 # %% ../nbs/16_consolidation.ipynb #c0a57ace
-def _example_text(lang: str) -> str:
+def example_texts(lang: str) -> list[str]:
+    "The worked example the extraction prompt of `lang` shows: its user line and its answer values (not its keys)."
+    if lang not in EXTRACTION_EXAMPLES: raise ConsolidationError(f"lang must be one of {tuple(EXTRACTION_EXAMPLES)}, got {lang!r}")
     ex_user, ans = EXTRACTION_EXAMPLES[lang]
-    return ' '.join([ex_user, *(f['value'] for f in ans['facts'])])
+    return [ex_user, *(f['value'] for f in ans['facts'])]
 
-def copied_from_example(fact: str, utterances: list[str], lang: str) -> bool:
-    "True when more of `fact`'s words come only from the prompt example of `lang` than from `utterances` (>= 3 or half)."
-    terms = query_terms(fact)
-    supported = [t for t in terms if any(contains_term(t, u) for u in utterances)]
-    example = _example_text(lang)
-    only_example = [t for t in terms if t not in supported and contains_term(t, example)]
-    return len(only_example) > len(supported) and (len(only_example) >= 3 or 2 * len(only_example) >= len(terms))
+_USER_WORDS = re.compile(r"\b(?:the\s+)?user(?:'s)?(?=\W|$)|사용자(?:는|가|의|은|도)?", re.I)
+
+def grounding_value(value: str, about: str | None = None) -> str:
+    "`value` as grounding checks it: without the name of whose fact it is ('the user', '사용자', or `about`)."
+    v = _USER_WORDS.sub(' ', value)
+    if about: v = re.sub(re.escape(about) + r"(?:'s)?", ' ', v, flags=re.I)
+    return _one_line(v) or value
+
+def ground_fact(fact: dict, utterance: str, lang: str, asked: str | None = None, about: str | None = None):
+    "The `Grounding` of an extracted fact against its source `utterance` (and the line it answers), copies of the prompt example included."
+    return grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked)
+
+def shape_fact(fact: dict, lang: str, at: float, utterance: str = '') -> tuple[dict, dict]:
+    "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` in `utterance` (see above)."
+    canon = evidenced_key(fact['key'], fact['value'], utterance, lang)
+    free = canonical_key(fact['key'], lang) in ('기타', 'other')          # the model's own key: kept, under other
+    value = fact['value'] if free else qualified_value(fact['key'], fact['value'], lang)
+    kind = fact_kind(canon, value, lang)
+    out = {'key': fact['key'] if free else canon, 'value': value,
+           'importance': fact_importance(canon, kind, fact.get('importance'), lang)}
+    meta = {'model_key': fact['key'], 'taxonomy_key': canon, 'fact_kind': kind, 'grounded': True}
+    if kind == 'passing': meta |= {'said_at': float(at), 'date': time.strftime('%Y-%m-%d', time.gmtime(at))}
+    return out, meta
 
 # %% ../nbs/16_consolidation.ipynb #d5b9e211
 @dataclass
@@ -199,10 +217,15 @@ class GroupReport:
     sent: int = 0                                        # user utterances sent to the LLM
     written: list = field(default_factory=list)          # ids of facts written (new or changed)
     unchanged: list = field(default_factory=list)        # ids of facts already stored exactly so
-    dropped: list = field(default_factory=list)          # (fact, reason)
+    dropped: list = field(default_factory=list)          # (fact, reason): check_facts' reasons and grounding's codes
+    repaired: list = field(default_factory=list)         # (fact, what was repaired): a missing importance
+    checked: list = field(default_factory=list)          # every fact grounding judged: {key, value, from_episode, reason}
     error: str | None = None
     salvaged: bool = False                               # the answer failed the schema and was read leniently
     seconds: float = 0.0
+
+    @property
+    def reasons(self) -> Counter: return Counter(r for _, r in self.dropped)
 
 @dataclass
 class ConsolidationReport:
@@ -218,6 +241,8 @@ class ConsolidationReport:
     def written(self) -> list: return [i for g in self.groups for i in g.written]
     @property
     def dropped(self) -> list: return [d for g in self.groups for d in g.dropped]
+    @property
+    def reasons(self) -> Counter: return sum((g.reasons for g in self.groups), Counter())
     @property
     def errors(self) -> list: return [(g.key, g.error) for g in self.groups if g.error]
     @property
@@ -235,6 +260,7 @@ class ConsolidationReport:
                          f"dropped {len(g.dropped)}{' (salvaged)' if g.salvaged else ''}"
                          + (f" - {g.error}" if g.error else '') + (f" [{g.seconds:.1f} s]" if g.seconds >= 0.05 else ''))
             lines += [f"      dropped {f}: {r}" for f, r in g.dropped]
+            lines += [f"      repaired {f}: {r}" for f, r in g.repaired]
         return '\n'.join(lines)
 
 # %% ../nbs/16_consolidation.ipynb #4491665f
@@ -278,6 +304,12 @@ def _groups(episodes: list[MemoryItem]) -> list[_Group]:
     return sorted(out, key=lambda g: (g.first, g.key))
 
 # %% ../nbs/16_consolidation.ipynb #2da3505b
+def _fact_parts(item: MemoryItem) -> tuple[str, str, str]:
+    "(key, value, kind) of a stored fact, for `supersedes`: the model's key and kind when recorded, else from the content."
+    k, _, v = item.content.partition(':')
+    key, v = item.metadata.get('model_key') or k.strip(), v.strip()
+    return key, v, item.metadata.get('fact_kind') or fact_kind(key, v or key)
+
 def _id_part(s: str) -> str: return s if len(s) <= 200 else 'sha256-' + hashlib.sha256(s.encode()).hexdigest()
 
 def extracted_id(scope: MemoryScope, from_episode: str, key: str, value: str) -> str:
@@ -296,7 +328,11 @@ def _write_extracted(self: Consolidation, scope: MemoryScope, fact: dict, meta: 
     topic = fact_topic(content)
     before = self.store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic})) if topic else []
     it = self.write_fact(scope, 'extracted', content, importance=fact['importance'], metadata=meta, id=fid, at=at)
-    newer = [o for o in before if o.id != it.id and o.created_at > it.created_at]
+    new = _fact_parts(it)
+    before = [o for o in before if o.id != it.id]
+    other = [o for o in before if not supersedes(_fact_parts(o), new)]
+    if other: self.store.update_metadata(scope, [o.id for o in other], {'superseded_by': None})   # another subject stays
+    newer = [o for o in before if o not in other and o.created_at > it.created_at]
     if newer:                                    # a newer statement of this topic stays in force
         keep = max(newer, key=lambda o: (o.created_at, o.id))
         self.store.update_metadata(scope, [o.id for o in newer], {'superseded_by': None})
@@ -345,6 +381,34 @@ def _provenance(self: Consolidation, scope: MemoryScope, g: _Group, facts: list)
         except (EmbeddingError, EmbeddingUnavailable) as e: _log.warning("provenance by embedding failed (%s); using the group's first turn", e)
     return [o or (cands[0][0], 'first') for o in out]
 
+def _source_lines(g: _Group, src: MemoryItem) -> tuple[str, str | None]:
+    "(utterance of `src`, the assistant line it answers: the previous turn's answer, when that turn is in the group)."
+    i = next((i for i, e in enumerate(g.episodes) if e.id == src.id), None)
+    if i is None: return '', None
+    prev = g.episodes[i - 1] if i > 0 else None
+    n, m = src.metadata.get('turn'), prev.metadata.get('turn') if prev is not None else None
+    asked = None
+    if src.source == 'turn' and prev is not None and prev.source == 'turn' and isinstance(n, int) and m == n - 1:
+        asked = _one_line(turn_text(prev)[1]) or None
+    return g.utterances[i], asked
+
+def _grounded_source(g: _Group, f: dict, src: MemoryItem, rule: str, lang: str | None, about: str | None):
+    "(source, rule, utterance, asked, Grounding): provenance's turn if the fact is grounded there, else the first other"
+    "turn sharing its words (most words first) where it is (rule 'grounding'), else provenance's turn and its verdict."
+    def judge(ep):
+        utt, asked = _source_lines(g, ep)
+        return utt, asked, ground_fact(f, utt, lang or text_language(utt or f['value']), asked, about)
+    utt, asked, v = judge(src)
+    if v.ok: return src, rule, utt, asked, v
+    text = f"{f['key']}: {f['value']}"
+    others = sorted(((word_overlap(text, u), i) for i, (e, u) in enumerate(zip(g.episodes, g.utterances)) if u and e.id != src.id),
+                    key=lambda x: (-x[0], x[1]))
+    for n, i in others:
+        if n == 0: break
+        u2, a2, v2 = judge(g.episodes[i])
+        if v2.ok: return g.episodes[i], 'grounding', u2, a2, v2
+    return src, rule, utt, asked, v
+
 @patch
 def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | None = None, session_id: str | None = None,
                 about: str | None = None) -> ConsolidationReport:
@@ -376,15 +440,17 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
                 continue
         kept, dropped = check_facts(facts, self.settings.extract_min_importance)
         rep.dropped += dropped
-        if rep.lang:
-            sent = [u for u in g.utterances if u]
-            copies = [f for f in kept if copied_from_example(f"{f['key']}: {f['value']}", sent, rep.lang)]
-            rep.dropped += [(json.dumps(f, ensure_ascii=False), 'copied from the prompt example') for f in copies]
-            kept = [f for f in kept if f not in copies]
+        rep.repaired += [(json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), f['repaired']) for f in kept if 'repaired' in f]
         for f, (src, rule) in zip(kept, self._provenance(gscope, g, kept)):
-            meta = {'from_episode': src.id, 'provenance': rule, 'lang': rep.lang or text_language(src.content)}
+            src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about)
+            lang = rep.lang or text_language(utt or f['value'])
+            shown = json.dumps({k: f[k] for k in ('key', 'value', 'importance')}, ensure_ascii=False)
+            rep.checked.append({'key': f['key'], 'value': f['value'], 'from_episode': src.id, 'provenance': rule, 'reason': v.reason.value})
+            if not v.ok: rep.dropped.append((shown, v.reason.value)); continue
+            fact, shaped = shape_fact(f, lang, src.created_at, f"{utt} {asked or ''}")   # '알레르기 있으세요?' names it
+            meta = {'from_episode': src.id, 'provenance': rule, 'lang': lang, **shaped}
             if about: meta['about'] = about          # whose fact it is, shown as `[about]` in the block (19_recall)
-            it, wrote = self._write_extracted(gscope, f, meta, src.created_at)
+            it, wrote = self._write_extracted(gscope, fact, meta, src.created_at)
             (rep.written if wrote else rep.unchanged).append(it.id)
         self.store.update_metadata(scope, rep.episode_ids, {'consolidated': True, 'consolidated_at': now})
         rep.status = 'done' if rep.sent else 'empty'
@@ -515,3 +581,91 @@ class IdleConsolidator:
             if r.complete: self._done[s] = self._last[s]
             out.append(r)
         return out
+
+# %% ../nbs/16_consolidation.ipynb #5f1e0a77
+@dataclass
+class FactsMeasure:
+    "Extraction measured on the labelled set: scores per language before and after grounding, rejection counts, per-session detail."
+    before: dict = field(default_factory=dict)           # lang -> ExtractionScore of every checked fact
+    after: dict = field(default_factory=dict)            # lang -> ExtractionScore of the facts in force
+    reasons: dict = field(default_factory=dict)          # lang -> Counter of grounding's reason codes
+    dropped: dict = field(default_factory=dict)          # lang -> Counter of check_facts' reasons
+    sessions: dict = field(default_factory=dict)         # session id -> {lang, seconds, checked, kept, error}
+    missing: list = field(default_factory=list)          # sessions with no answer (no endpoint, no cached answer)
+    facts: dict = field(default_factory=dict)            # 'before' | 'after' -> {session id: [{key, value, turn}]}
+
+    def unmatched(self, labelled: dict, stage: str = 'after') -> dict:
+        "`{'missed': [(session, gold fact)], 'wrong': [(session, fact)]}` of `stage`: what to read when a figure drops."
+        out = {'missed': [], 'wrong': []}
+        for s in labelled['sessions']:
+            got = self.facts.get(stage, {}).get(s['id'], [])
+            out['missed'] += [(s['id'], g) for g in s['facts'] if not any(fact_matches(p, g, s['lang']) for p in got)]
+            out['wrong'] += [(s['id'], p) for p in got if not any(fact_matches(p, g, s['lang']) for g in s['facts'])]
+        return out
+
+    def __str__(self):
+        lines = [f"{'lang':4} {'stage':16} {'facts':>5} {'gold':>4} {'match':>5} {'precision':>9} {'recall':>6}"]
+        for lang in sorted(self.before):
+            for stage, sc in (('before grounding', self.before[lang]), ('after grounding', self.after[lang])):
+                lines.append(f"{lang:4} {stage:16} {sc.predicted:5d} {sc.gold:4d} {sc.matched:5d} {sc.precision:9.2f} {sc.recall:6.2f}")
+            lines.append(f"     rejected: {dict(sorted((k, v) for k, v in self.reasons[lang].items() if k != 'grounded')) or 'none'}"
+                         + (f"; check_facts dropped: {dict(self.dropped[lang])}" if self.dropped.get(lang) else ''))
+        if self.missing: lines.append(f"no answer for {len(self.missing)} sessions: {', '.join(self.missing)}")
+        errs = {s: d['error'] for s, d in self.sessions.items() if d.get('error') and s not in self.missing}
+        if errs: lines.append(f"unusable answers: {errs}")
+        return '\n'.join(lines)
+
+def _session_records(scope: MemoryScope, turns: list[dict], t0: float) -> list:
+    "The labelled `turns` as `TurnRecord`s, with the labelled index of each record's user line (None for an opening assistant line)."
+    from jarvis_memory.episodes import TurnRecord
+    recs, i, n = [], 0, 1
+    while i < len(turns):
+        user, idx = ('', None) if turns[i]['role'] != 'user' else (turns[i]['content'], i)
+        i += idx is not None
+        answer = ''
+        if i < len(turns) and turns[i]['role'] == 'assistant': answer, i = turns[i]['content'], i + 1
+        recs.append((TurnRecord(scope, n, user, answer, at=t0 + 60 * n), idx))
+        n += 1
+    return recs
+
+def measure_facts(labelled: dict, llm, *, embedder=None) -> FactsMeasure:
+    "Consolidate every labelled session with `llm` as the service does and score the facts before and after grounding."
+    from jarvis_memory.chroma import ChromaStore
+    from jarvis_memory.embeddings import HashingEmbedder
+    import tempfile
+    _check_llm(llm)
+    if not isinstance(labelled, dict) or not isinstance(labelled.get('sessions'), list):
+        raise ConsolidationError("labelled must be the labelled fact set (load_facts()), a dict with 'sessions'")
+    out, t0 = FactsMeasure(), 1_760_000_000.0
+    before, after = {}, {}
+    with tempfile.TemporaryDirectory() as d:
+        s = Settings(path=d, embedding_provider='hashing')
+        core = Consolidation(ChromaStore(s, embedder=embedder or HashingEmbedder()), s, clock=lambda: t0 + 86400)
+        try:
+            for sess in labelled['sessions']:
+                sid, lang = sess['id'], sess['lang']
+                scope = MemoryScope(f'facts-{sid}', 'main', sid)
+                at_turn = {}
+                for r, idx in _session_records(scope, sess['turns'], t0):
+                    its = core.record(r)
+                    if idx is not None: at_turn[its[0].id] = idx
+                t = time.perf_counter()
+                rep = core.consolidate(scope, llm, session_id=sid)
+                info = out.sessions[sid] = {'lang': lang, 'seconds': round(time.perf_counter() - t, 2), 'error': None}
+                for g in rep.groups:
+                    if g.error: info['error'] = g.error
+                    if g.error and g.error.startswith(('LLMNotConfigured', 'LLMUnavailable')): out.missing.append(sid)
+                    out.dropped.setdefault(lang, Counter()).update(r for _, r in g.dropped if r not in Reason._value2member_map_)
+                    out.reasons.setdefault(lang, Counter()).update(c['reason'] for c in g.checked)
+                checked = [c for g in rep.groups for c in g.checked]
+                before[sid] = [{'key': c['key'], 'value': c['value'], 'turn': at_turn.get(c['from_episode'])} for c in checked]
+                kept = core.store.list(scope, filter=Filter(sources=('extracted',)), order_by=None)
+                kept.sort(key=lambda i: (at_turn.get(i.metadata.get('from_episode'), -1), i.id))    # in the order said
+                after[sid] = [{'key': i.content.partition(':')[0], 'value': i.content.partition(':')[2].strip(),
+                               'turn': at_turn.get(i.metadata.get('from_episode'))} for i in kept]
+                info |= {'checked': len(checked), 'kept': len(kept)}
+        finally: core.close()
+    out.before, out.after = score_extraction(before, labelled), score_extraction(after, labelled)
+    out.facts = {'before': before, 'after': after}
+    for lang in out.before: out.reasons.setdefault(lang, Counter()); out.dropped.setdefault(lang, Counter())
+    return out

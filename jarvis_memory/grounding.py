@@ -17,10 +17,12 @@ from .language import (LANGUAGES, clean_text, contains_term, content_terms, get_
                                     text_language)
 
 # %% auto #0
-__all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 'SUPPORT_SHARE', 'COPY_MIN_TERMS', 'FACTS_FORMAT',
-           'MATCH_SHARE', 'GroundingError', 'same_term', 'Topic', 'canonical_key', 'key_definitions', 'is_negative',
-           'negates', 'fact_kind', 'Reason', 'Grounding', 'grounded', 'facts_data_path', 'load_facts', 'fact_matches',
-           'ExtractionScore', 'score_extraction']
+__all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 'SUPPORT_SHARE', 'COPY_MIN_TERMS',
+           'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP', 'MODEL_TIE', 'ALLERGY_REACTIONS', 'STATE_TOPICS',
+           'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term', 'Topic', 'canonical_key', 'key_definitions',
+           'is_negative', 'negates', 'fact_kind', 'Reason', 'Grounding', 'grounded', 'fact_importance', 'evidenced_key',
+           'key_terms', 'qualified_value', 'subject_terms', 'supersedes', 'facts_data_path', 'load_facts',
+           'fact_matches', 'ExtractionScore', 'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
 class GroundingError(MemoryInputError):
@@ -88,8 +90,8 @@ TAXONOMY = (
     Topic('건강', 'health', 'conditions, illnesses, pain, symptoms, medication and treatment; not allergies',
           '질병·통증·증상·복용 약·치료 (알레르기 제외)',
           _words('건강 질병 병 지병 증상 통증 아프 관절염 허리 무릎 두통 머리 혈압 고혈압 당뇨 천식 약 복용 수술 병원 진료 치료 감기 '
-                 '몸살 health condition illness disease symptom pain ache medication medicine surgery diagnosis asthma '
-                 'diabetes arthritis injury sick blood pressure')),
+                 '몸살 편두통 불면증 health condition illness disease symptom pain ache medication medicine surgery diagnosis asthma '
+                 'diabetes arthritis injury sick blood pressure migraine headache insomnia')),
     Topic('반려동물', 'pets', "the user's animals: kind, name, age",
           '키우는 동물의 종류·이름·나이',
           _words('반려동물 강아지 개 고양이 반려견 반려묘 애완 애완동물 pet dog cat puppy kitten')),
@@ -194,13 +196,14 @@ class Reason(str, Enum):
     "Why a fact was kept or rejected: a code to count, not prose."
     GROUNDED = 'grounded'
     CONTENTLESS_SOURCE = 'contentless_source'    # the utterance says nothing ("네", "ok thanks")
+    CONTENTLESS_VALUE = 'contentless_value'      # the value says nothing ("이름: 네", "name: yes") and is no negation
     EXAMPLE_COPY = 'example_copy'                # the value's words come from the prompt's example, not the utterance
     INVENTED_NEGATIVE = 'invented_negative'      # "없음"/"none" with no negation of that topic in the utterance
     OTHER_PERSON = 'other_person'                # the user's "name" is someone the user talks about
     UNSUPPORTED = 'unsupported'                  # too few of the value's content terms are in the utterance
 
 SUPPORT_SHARE = 0.5   # a value paraphrases: the model adds a verb (함, 있음, 다님) the user didn't say; half its terms must be the user's
-COPY_MIN_TERMS = 3    # as copied_from_example: 3 example-only terms, or half of the value, and more than the supported ones
+COPY_MIN_TERMS = 3    # as the former copied_from_example: 3 example-only terms, or half of the value, and more than the supported ones
 
 @dataclass(frozen=True)
 class Grounding:
@@ -244,6 +247,10 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     examples = [_str(e, 'example') for e in examples]
     lang = _lang(lang, key, value)
     if is_contentless(utterance): return Grounding(False, Reason.CONTENTLESS_SOURCE)
+    bare = re.sub(r'[^\w\s]', '', value).strip()
+    if is_contentless(value) and not is_negative(value) and not (len(bare) >= (2 if _HANGUL.search(bare) else 4)
+                                                                   and contains_term(bare, utterance)):
+        return Grounding(False, Reason.CONTENTLESS_VALUE)      # a name Kiwi misreads ('하은') is kept when the user said it
     u_terms = content_terms(utterance)
     matched, missing = _support(value, utterance, u_terms, key, asked)
     n = len(matched) + len(missing)
@@ -263,6 +270,99 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
         if not self_cue: return verdict(Reason.OTHER_PERSON)
     if not matched or share < SUPPORT_SHARE: return verdict(Reason.UNSUPPORTED)
     return verdict(Reason.GROUNDED, True)
+
+# %% ../nbs/15_grounding.ipynb #9df4b534
+SINGLE_VALUED = frozenset({'name', 'residence', 'job'})      # one at a time: a newer one always replaces the older
+# Base importance by topic, for a lasting fact; a passing fact is PASSING_STEP lower. Tiers are 0.1 apart.
+TOPIC_IMPORTANCE = {'allergy': 0.9, 'health': 0.9, 'family': 0.8, 'residence': 0.8, 'job': 0.8, 'name': 0.8, 'pets': 0.8,
+                    'schedule': 0.7, 'preference': 0.6, 'other': 0.6}
+PASSING_STEP = 0.1
+MODEL_TIE = 0.04    # the model's importance moves a fact at most this much: never across a tier
+
+def fact_importance(key: str, kind: str, model: float | None = None, lang: str | None = None) -> float:
+    "Importance of a fact from its taxonomy topic and kind; the model's number (0..1, or None) only breaks ties."
+    topic = _topic_of(_str(key, 'key')).en
+    if kind not in FACT_KINDS: raise GroundingError(f"kind must be one of {FACT_KINDS}, got {kind!r}")
+    base = TOPIC_IMPORTANCE[topic] - (PASSING_STEP if kind == 'passing' else 0.0)
+    if model is None: return round(base, 3)
+    if isinstance(model, bool) or not isinstance(model, (int, float)) or not 0 <= model <= 1:
+        raise GroundingError(f"model importance must be a number in 0..1 or None, got {model!r}")
+    return round(base + 2 * MODEL_TIE * (float(model) - 0.5), 3)
+
+def _named(topic: Topic, text: str) -> bool:
+    return any(w in topic.words or _en_norm(w) in topic.words for w in content_terms(text))
+
+# What names an allergy besides the word: the reactions people describe it by (a mouth that swells after peaches).
+ALLERGY_REACTIONS = frozenset('붓 가렵 간지럽 두드러기 발진 swell swells swelling swollen itch itchy itching rash hives anaphylaxis'.split())
+
+def evidenced_key(key: str, value: str, utterance: str = '', lang: str | None = None) -> str:
+    "`canonical_key(key)`, except that an *allergy* named neither in `value` nor in `utterance` is re-keyed from the value's words."
+    key, value, utterance = _str(key, 'key'), _str(value, 'value'), _str(utterance, 'utterance')
+    lang = _lang(lang, key, value)
+    t = _topic_of(key)
+    said = content_terms(f'{value} {utterance}')
+    if t.en == 'allergy' and not (any(w in t.words or w in ALLERGY_REACTIONS or _en_norm(w) in ALLERGY_REACTIONS for w in said)
+                                  or re.search(r'알레르|알러지|allerg', f'{value} {utterance}', re.I)):
+        t = next((x for x in TAXONOMY if x.en != 'allergy' and x.words and _named(x, value)), _OTHER)
+    return getattr(t, lang)
+
+def key_terms(key: str, lang: str | None = None) -> list[str]:
+    "The content terms of a model's key that say more than its taxonomy key and naming labels ('딸 이름' -> ['딸'])."
+    key = _str(key, 'key')
+    t = _topic_of(key)
+    return [w for w in content_terms(key) if w not in (t.ko, t.en, _en_norm(t.en)) and _en_norm(w) != _en_norm(t.en) and w not in _LABELS]
+
+def qualified_value(key: str, value: str, lang: str | None = None) -> str:
+    "`value`, prefixed by the model's `key` when the key says something the value does not ('딸 이름', '수진' -> '딸 이름 수진')."
+    key, value = _str(key, 'key'), _str(value, 'value')
+    extra = key_terms(key, lang)
+    if not extra: return value
+    v_terms = content_terms(value)
+    if all(_in_text(w, value, v_terms) for w in extra): return value
+    return f'{" ".join(key.split())} {value}'
+
+# Words that say how a thing is, not what it is: two facts sharing only these are not about the same thing.
+_STATE_WORDS = frozenset('통증 증상 상태 정도 요즘 지금 이제 pain ache aches aching hurt hurts healed recovered better worse '
+                         'gone sick sore still now anymore has have had been feels feel feeling gets got is are was'.split())
+_NOUN_TAGS = ('NNG', 'NNP', 'NR', 'SL', 'SH', 'SN', 'XR')
+
+def subject_terms(key: str, value: str, lang: str | None = None) -> set:
+    "What a fact is about: the nouns of its key and value (Korean by part of speech), without the taxonomy key, labels and state words."
+    key, value = _str(key, 'key'), _str(value, 'value')
+    t = _topic_of(key)
+    terms = set()
+    for text in (key, value):                      # apart: Kiwi reads '두통 다 나음' as 두+통 but '두통' alone right
+        ts = set(content_terms(text))
+        if _HANGUL.search(text):
+            nouns = {tok.form.lower() for tok in get_kiwi().tokenize(text) if str(tok.tag).startswith(_NOUN_TAGS)}
+            ts = {w for w in ts if w in nouns or not _HANGUL.search(w)}
+        terms |= ts
+    return {_en_norm(w) for w in terms if w not in (t.ko, t.en) and w not in _LABELS and w not in _STATE_WORDS}
+
+_RESOLVED = frozenset('낫 완쾌 회복 healed recovered better gone'.split())
+
+def _polarity(value: str) -> tuple[bool, bool]:
+    "(negative, resolved): 'no allergies' and '두통이 나음' must not match 'allergic to X' and '두통 있음'."
+    return is_negative(value), any(t in _RESOLVED for t in content_terms(value))
+
+STATE_TOPICS = frozenset({'health', 'allergy'})          # states that change: a newer state of the same thing replaces
+
+def supersedes(old: tuple, new: tuple, lang: str | None = None) -> bool:
+    "Does fact `new` = (key, value, kind) replace fact `old` of the same taxonomy key? See the rule above."
+    (ok, ov, okind), (nk, nv, nkind) = old, new
+    topic = _topic_of(nk)
+    if _topic_of(ok) is not topic or (okind == 'lasting' and nkind == 'passing'): return False
+    if topic.en in SINGLE_VALUED:
+        a, b = (subject_terms(ok, ov, lang) - topic.words, subject_terms(nk, nv, lang) - topic.words)   # not 이사, live, work
+        agree = any(same_term(x, y) for x in a for y in b)
+        return not agree or any(_polarity(nv)) and not any(_polarity(ov))
+    if topic is _OTHER:
+        a, b = key_terms(ok, lang), key_terms(nk, lang)
+        return any(same_term(x, y) for x in a for y in b)
+    if topic.en not in STATE_TOPICS: return False
+    a, b = subject_terms(ok, ov, lang), subject_terms(nk, nv, lang)
+    shared = sum(any(same_term(x, y) for y in b) for x in a)
+    return shared > 0 and shared > 0.5 * min(len(a), len(b))
 
 # %% ../nbs/15_grounding.ipynb #c1eaa28e
 FACTS_FORMAT = 'jarvis-facts/1'
@@ -322,11 +422,6 @@ def _source(session: dict, fact: dict) -> tuple[str, str | None]:
 
 # %% ../nbs/15_grounding.ipynb #8266eb1a
 MATCH_SHARE = 0.5   # a paraphrase shares at least half the terms of the shorter value ('허리 통증' ~ '허리가 아픔' shares 허리)
-_RESOLVED = frozenset('낫 완쾌 회복 healed recovered better gone'.split())
-
-def _polarity(value: str) -> tuple[bool, bool]:
-    "(negative, resolved): 'no allergies' and '두통이 나음' must not match 'allergic to X' and '두통 있음'."
-    return is_negative(value), any(t in _RESOLVED for t in content_terms(value))
 
 def fact_matches(pred: dict, gold: dict, lang: str) -> bool:
     "True when a predicted fact states the gold one: same canonical key, same polarity, and values sharing content terms."
@@ -357,6 +452,18 @@ class ExtractionScore:
     @property
     def grounded_recall(self) -> float: return self.kept_matched / self.gold if self.gold else 0.0
 
+def _max_matching(preds: list, gold: list, lang: str) -> int:
+    "The most one-to-one (prediction, gold) matches (augmenting paths): greedy matching lets a broad prediction take a gold fact another needed."
+    edges = [[j for j, g in enumerate(gold) if fact_matches(p, g, lang)] for p in preds]
+    owner = {}
+    def augment(i, seen):
+        for j in edges[i]:
+            if j in seen: continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen): owner[j] = i; return True
+        return False
+    return sum(augment(i, set()) for i in range(len(preds)))
+
 def _check_pred(f, sid: str) -> dict:
     if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in ('key', 'value')):
         raise GroundingError(f"session {sid}: each predicted fact must be a dict with string 'key' and 'value', got {f!r:.80}")
@@ -377,15 +484,12 @@ def score_extraction(predicted_by_session: dict, labelled: dict, *, examples=Non
         gold = s['facts']
         sc.predicted += len(preds); sc.gold += len(gold)
         ex = (examples or {}).get(lang, ()) if isinstance(examples, dict) else (examples or ())
-        free, free_kept = set(range(len(gold))), set(range(len(gold)))
+        kept = []
         for f in preds:
             utt, asked = _source(s, f)
             g = grounded(f['key'], f['value'], utt, lang, examples=ex, asked=asked)
             sc.reasons[g.reason.value] += 1
-            hit = next((i for i in sorted(free) if fact_matches(f, gold[i], lang)), None)
-            if hit is not None: free.discard(hit); sc.matched += 1
-            if g.ok:
-                sc.kept += 1
-                hit = next((i for i in sorted(free_kept) if fact_matches(f, gold[i], lang)), None)
-                if hit is not None: free_kept.discard(hit); sc.kept_matched += 1
+            if g.ok: kept.append(f)
+        sc.matched += _max_matching(preds, gold, lang)
+        sc.kept += len(kept); sc.kept_matched += _max_matching(kept, gold, lang)
     return scores

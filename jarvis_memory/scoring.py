@@ -271,13 +271,15 @@ def rank(candidates: Iterable[Candidate], now: float, settings: Settings, *, k: 
 
 # %% ../nbs/13_scoring.ipynb #b65dedba
 def core_facts(facts: Iterable[MemoryItem], k: int) -> list[MemoryItem]:
-    "The core facts block (S-6.3): top `k` non-superseded semantic facts by stored importance (no decay), newest first on ties."
+    "The core facts block (S-6.3): top `k` non-superseded, grounded, lasting semantic facts by stored importance (no decay), newest first on ties."
     if isinstance(k, bool) or not isinstance(k, int) or k < 0: raise ScoringError(f"k must be an int >= 0, got {k!r}")
     if isinstance(facts, MemoryItem): raise ScoringError("facts must be a list of MemoryItem, got a single MemoryItem")
     seen = {}
     for f in facts:
         if not isinstance(f, MemoryItem): raise ScoringError(f"facts must be MemoryItems, got {type(f).__name__}: {f!r}"[:200])
-        if f.kind == 'semantic' and not f.superseded: seen.setdefault(f.id, f)
+        if f.kind != 'semantic' or f.superseded: continue
+        if f.metadata.get('fact_kind') == 'passing' or f.metadata.get('grounded') is False: continue   # issue 17
+        seen.setdefault(f.id, f)
     return sorted(seen.values(), key=lambda f: (-f.importance, -f.created_at, f.id))[:k]
 
 # %% ../nbs/13_scoring.ipynb #edcea99a

