@@ -59,8 +59,10 @@ def test_recall_query_bounds(u, prev, query_chars, min_chars):
     alone = recall_query(u, query_chars=query_chars, min_chars=min_chars)
     lines = q.split('\n') if q else []
     assert len(lines) <= 3 and all(len(l) <= query_chars for l in lines)
-    if prev is None or not is_deictic(alone, min_chars): assert q == alone
-    else: assert q.endswith(alone)
+    # issue 12: a line that says something and neither points back nor is short stands alone; with no previous
+    # exchange the query is the line itself, or nothing when it says nothing; context only ever goes in front
+    if prev is None or (alone and not is_deictic(alone, min_chars)): assert q == alone
+    elif alone and q: assert q.endswith(alone)
     assert isinstance(points_back(u), bool) and isinstance(pattern_hint_wanted(u), bool)
 
 
