@@ -17,7 +17,7 @@ from .window import check_history, split_turns, window, window_turn_numbers
 from .episodes import window_episode_ids
 from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted
 from .core import MemoryCore, session_scope, previous_exchange
-from .recall import Recall, recall, item_line, case_variants, query_vector, CORE_HEADER, RECALL_HEADER
+from .recall import Recall, recall, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
 from .patterns import Patterns
 
@@ -75,6 +75,12 @@ class Observation:
 # %% ../nbs/20_service.ipynb #9eb71931
 class MemoryService(Consolidation, Patterns):
     "Long-term memory for one agent harness: `observe` before the model, `record_turn` and `reinforce` after (S-3–S-10)."
+    def query_vector(self, query: str):
+        "The query's embedding (query mode) with this store's embedder, or None: pass it to `observe(query_embedding=)` to embed once."
+        return query_vector(self.store, query)
+    def core_block(self, scope: MemoryScope) -> list[MemoryItem]:
+        "The core facts block `observe` shows for `scope` (S-6.3)."
+        return core_block(self.store, [scope], self.settings)
 
 # %% ../nbs/20_service.ipynb #2c53f458
 def answered_line(history) -> str | None:

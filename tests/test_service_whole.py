@@ -9,7 +9,7 @@ PKG = Path(jarvis_memory.__file__).parent
 METHODS = ('record_turn', 'record', 'remember', 'write_fact', 'write', 'set_housing_profile', 'consolidate', 'end_session',
            'pending_episodes', 'distill_procedures', 'approve_procedure', 'pattern_block', 'remember_task_pattern',
            'handle_tool_call', 'list_patterns', 'forget_pattern', 'observe', 'reinforce', 'flush_rehearsals',
-           'forget_session', 'recall_episodes')
+           'forget_session', 'recall_episodes', 'query_vector', 'core_block')
 
 
 def test_whole_on_import():
