@@ -64,11 +64,15 @@ class MemoryStore(Protocol):
     def rehearse(self, scope: MemoryScope, ids, delta: int = 1) -> int:
         "Add `delta` to the rehearsal count of the items among `ids` that `scope` may read (S-6.2); returns how many."
     def update_metadata(self, scope: MemoryScope, ids, patch: dict) -> int:
-        "Merge `patch` into the item metadata of the readable items among `ids` (`None` removes a key); returns how many."
-    def delete(self, scope: MemoryScope, ids) -> int:
-        "Delete the items among `ids` that `scope` may read; returns how many were deleted."
-    def delete_where(self, scope: MemoryScope, filter: Filter) -> int:
-        "Delete every item `scope` may read that matches `filter` (what `list` would return); returns how many."
+        "Merge `patch` into the item metadata of the items among `ids` that `scope` may change (`None` removes a key); returns how many."
+    def delete(self, scope: MemoryScope, ids, *, user_request: bool = False) -> int:
+        "Delete the items among `ids` that `scope` may change (may read, with `user_request`); returns how many were deleted."
+    def delete_where(self, scope: MemoryScope, filter: Filter, *, user_request: bool = False) -> int:
+        "Delete every item matching `filter` that `scope` may change (may read, with `user_request`); returns how many."
+    def drop_user(self, user_id: str) -> int:
+        "Delete every memory of `user_id` (account deletion); returns how many rows there were."
+    def scrub(self) -> bool:
+        "Remove deleted rows' text from the backend's files (write-ahead logs, free pages); False if it cannot here."
     def reembed(self, scope: MemoryScope, *, batch: int = 256) -> int:
         "Fill missing vectors of the items `scope` may read (S-11.1); returns how many rows got vectors."
     def flush(self) -> int:
