@@ -896,7 +896,8 @@ def scrub(self: ChromaStore) -> bool:
         try:
             con.execute('PRAGMA secure_delete = ON')
             con.execute("UPDATE embeddings_queue SET metadata = NULL WHERE metadata IS NOT NULL "
-                        "AND id NOT IN (SELECT embedding_id FROM embeddings)")
+                        "AND (id NOT IN (SELECT embedding_id FROM embeddings) OR seq_id < (SELECT MAX(q.seq_id) "
+                        "FROM embeddings_queue q WHERE q.id = embeddings_queue.id AND q.topic = embeddings_queue.topic))")
             con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
             con.execute('VACUUM')
         except sqlite3.Error as e: raise StoreUnavailable(f"scrub of {self.path} failed: {e}") from e

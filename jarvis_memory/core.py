@@ -42,7 +42,7 @@ class MemoryCore:
     def close(self): self.store.close()
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
-    def _now(self, now): return check_time(self.clock() if now is None else now, "now" if now is not None else "clock()")
+    def _now(self, now): return check_time(self.clock() if now is None else now, "time (created_at or now)")
     def __repr__(self): return f"{type(self).__name__}({self.store!r})"
 
 def session_scope(scope) -> MemoryScope:
