@@ -237,8 +237,8 @@ def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, id
         if not isinstance(query, str): raise ItemError(f"forget query must be a string, got {type(query).__name__}")
         q = ' '.join(clean_text(query, 'forget query').split())
         if len(q) < 2: raise ItemError(f"forget query must have at least 2 characters, got {query!r}")
-        hits = self.store.keyword(scope, case_variants([q, q.lower()]), filter=Filter(include_superseded=True))
-        gone = [it for it in hits if q.casefold() in ' '.join(it.content.split()).casefold()]
+        every = self.store.list(scope, filter=Filter(include_superseded=True), order_by=None)   # rare: a scan, case-folded
+        gone = [it for it in every if q.casefold() in ' '.join(it.content.split()).casefold()]
     else:
         gone = self.store.get(scope, ids)
     res = Forgotten(removed=gone)
