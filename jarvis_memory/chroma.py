@@ -21,7 +21,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from fastcore.basics import patch
 from filelock import FileLock, Timeout
 
-from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, check_id, check_metadata, MemoryScope,
+from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, check_id, check_metadata, check_time, MemoryScope,
                                  MemoryItem, Team)
 from .settings import Settings
 from .embeddings import Embedder, EmbeddingError
@@ -728,8 +728,7 @@ def _update(self: ChromaStore, c, metas: dict, embeddings: dict | None = None) -
 def touch(self: ChromaStore, scope: MemoryScope, ids, when: float) -> int:
     "Set `last_accessed = when` on the items among `ids` that `scope` may read; returns how many."
     ids = _check_ids(ids)
-    if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when):
-        raise ItemError(f"when must be a finite number of Unix seconds, got {when!r}")
+    when = check_time(when, "when")               # a time outside 1900..9999 would be stored, then break every read
     with self._shared.write:
         c, rows = self._readable_rows(scope, ids)
         if not rows: return 0

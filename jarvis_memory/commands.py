@@ -10,7 +10,7 @@ import datetime as _dt, hashlib, json, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .scope import MemoryInputError, ItemError, ScopeError, MemoryScope, natural_id, owned_id
+from .scope import MemoryInputError, ItemError, ScopeError, MemoryScope, natural_id, owned_id, check_text
 from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns
@@ -60,6 +60,7 @@ _re_cmd = re.compile(r'^/([^\s/]+)(?:\s+(.*))?$', re.S)
 def parse_command(text: str) -> tuple[str, str] | None:
     "`(name, argument)` of a slash command (name lower-cased, argument stripped), or None when `text` is not one."
     if not isinstance(text, str): raise ItemError(f"command text must be a string, got {type(text).__name__}")
+    check_text(text, "command text")              # not valid Unicode: refused, never silently cleaned (issue 14, finding 7)
     m = _re_cmd.match(clean_text(text).strip())
     return (m.group(1).lower(), (m.group(2) or '').strip()) if m else None
 

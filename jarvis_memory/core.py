@@ -10,7 +10,7 @@ import re, time
 
 from dataclasses import replace
 from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id,
-                                 check_metadata, source_layer, SUPERSEDED, check_time, id_owner_tag)
+                                 check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag)
 from .settings import Settings
 from .store import MemoryStore, Filter, open_store
 from .window import HistoryError, split_turns, WorkingMemories
@@ -129,7 +129,8 @@ def previous_exchange(history, *, skip_last: bool) -> tuple[str, str] | None:
 
 def remember(self: MemoryCore, scope: MemoryScope, text: str, *, history=None, at: float | None = None) -> MemoryItem:
     "`/remember <text>`: an explicit fact, importance 0.8, with the referent when the text points back (S-2.3)."
-    if not isinstance(text, str) or not clean_text(text).strip(): raise ItemError(f"remember needs a non-empty text, got {text!r}")
+    if not isinstance(text, str) or not clean_text(check_text(text, "remember text")).strip():
+        raise ItemError(f"remember needs a non-empty text, got {text!r}")
     text = clean_text(text).strip()
     meta, content = {}, text
     prev = previous_exchange(history, skip_last=False)     # the turn in progress has no answer, so it is skipped

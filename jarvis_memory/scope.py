@@ -312,7 +312,7 @@ def _policy_list(v, where: str, fname) -> tuple:
     if isinstance(v, str) or not isinstance(v, list) or not v:
         raise PolicyError(f"{fname}: {where} must be a non-empty list of agent ids, got {v!r}")
     for a in v:
-        try: check_id(a, "agent id")
+        try: check_agent_id(a, "agent id")
         except ScopeError as e: raise PolicyError(f"{fname}: {where}: {e}") from None
     return tuple(v)
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, check_id, MemoryScope, LAYERS,
+from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, check_id, check_agent_id, MemoryScope, LAYERS,
                                  KIND_LAYER, source_layer, check_layer, check_kind, check_metadata, is_superseded,
                                  MemoryItem, ReadPolicy, Team)
 from .settings import Settings
@@ -162,7 +162,7 @@ class Filter:
         S('kinds', _strs(self.kinds, 'kinds', check_kind))
         S('sources', _strs(self.sources, 'sources', source_layer))
         S('exclude_sources', _strs(self.exclude_sources, 'exclude_sources', source_layer))
-        S('agent_ids', _strs(self.agent_ids, 'agent_ids', lambda a: check_id(a, "Filter.agent_ids")))
+        S('agent_ids', _strs(self.agent_ids, 'agent_ids', lambda a: check_agent_id(a, "Filter.agent_ids")))
         if self.session_id is not None: check_id(self.session_id, "Filter.session_id")
         S('since', _time(self.since, 'since')); S('until', _time(self.until, 'until'))
         if self.since is not None and self.until is not None and self.since > self.until:
