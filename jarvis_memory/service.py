@@ -27,9 +27,9 @@ from .episodes import turn_text, clean_text
 from .render import neutralise_headers
 
 # %% auto #0
-__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'USER_MODEL_DIR', 'Observation', 'MemoryService', 'stored_window_ids',
-           'observe', 'reinforce', 'forget_session', 'user_model_dir', 'user_model_files', 'Forgotten', 'forget',
-           'forget_user', 'recall_episodes']
+__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'SESSION_KEEPS', 'USER_MODEL_DIR', 'Observation', 'MemoryService',
+           'stored_window_ids', 'observe', 'reinforce', 'forget_session', 'user_model_dir', 'user_model_files',
+           'Forgotten', 'forget', 'forget_user', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -127,10 +127,13 @@ def reinforce(self: MemoryService, scope: MemoryScope, observation: Observation 
 MemoryService.reinforce = reinforce
 
 # %% ../nbs/20_service.ipynb #8f33d63e
+SESSION_KEEPS = ('manual_compact',)       # episodic rows the user made on purpose: forget_session keeps them (S-11.3)
+
 def forget_session(self: MemoryService, scope: MemoryScope, *, scrub: bool = True) -> int:
-    "Delete every episodic row of the agent's session, superseded or not, what was built from it, and its working memory (S-4.7); returns rows deleted."
+    "Delete the episodic rows the agent's session recorded, superseded or not, what was built from them, and its working memory (S-4.7); returns rows deleted."
     scope = session_scope(scope)
-    flt = Filter(session_id=scope.session_id, agent_ids=(scope.agent_id,), layers=('edm',), include_superseded=True)
+    flt = Filter(session_id=scope.session_id, agent_ids=(scope.agent_id,), layers=('edm',), exclude_sources=SESSION_KEEPS,
+                 include_superseded=True)
     gone = self.store.list(scope, filter=flt, order_by=None)
     n = self.store.delete(scope, [it.id for it in gone]) if gone else 0
     self._forget_derived(scope, gone, explicit=False)
@@ -201,12 +204,12 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
         m, src = it.metadata, _src_ids(it)
         keeps = not explicit and (it.layer == 'semantic' or (it.source == 'procedure' and m.get('status') == 'approved'))
         if src & ids and not keeps: kill.append(it); continue                   # facts, procedures, drafts built from them
-        if it.source == 'manual_compact' and (it.agent_id, it.session_id) in sessions: kill.append(it); continue
+        if explicit and it.source == 'manual_compact' and (it.agent_id, it.session_id) in sessions: kill.append(it); continue
         if it.source == 'journal' and it.agent_id in thinkers:
             js = m.get('sessions')
             if not isinstance(js, list) or any((it.agent_id, s) in sessions for s in js) or src & ids: kill.append(it); continue
         ref = m.get('referent')
-        if isinstance(ref, str) and ((it.agent_id, m.get('referent_session')) in sessions
+        if explicit and isinstance(ref, str) and ((it.agent_id, m.get('referent_session')) in sessions
                                      or _head(ref.split('\nA: ')[0].removeprefix('U: '), self.settings.query_chars) in said):
             rewrite.append(it)
     if kill: self.store.delete(scope, [it.id for it in kill], user_request=True)

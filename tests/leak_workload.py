@@ -17,7 +17,7 @@ from jarvis_memory.store import Filter
 from jarvis_memory.embeddings import HashingEmbedder
 from jarvis_memory.chroma import ChromaStore
 from jarvis_memory.episodes import TurnRecord
-from jarvis_memory.service import MemoryService, user_model_files
+from jarvis_memory.service import MemoryService, user_model_files, SESSION_KEEPS
 from jarvis_memory.commands import run_command
 from jarvis_memory.llm import FakeLLM
 
@@ -152,7 +152,7 @@ class Workload:
         sc = self.scope(); key = (sc.user_id, sc.agent_id, sc.session_id)
         self.svc.forget_session(sc, scrub=False)
         left = self.svc.store.list(sc, filter=Filter(session_id=sc.session_id, agent_ids=(sc.agent_id,), layers=('edm',),
-                                                      include_superseded=True))
+                                                      exclude_sources=SESSION_KEEPS, include_superseded=True))
         assert not left, left
         self.hist.pop(key, None); self._count('forget_session')
 

@@ -145,15 +145,19 @@ def test_f8_forget_for_real(tmp_path):
     svc.write(me, 'thought', '사용자의 QZ8841 카드', metadata={'superseded_by': 'x'})    # a row carrying superseded_by
     svc.write(me, 'manual_compact', '요약: 카드 비밀번호 QZ8841')
     fact = svc.remember(me, '그거 기억해', history=h)
-    svc.forget_session(me)
-    assert svc.store.list(me, filter=Filter(session_id='s1', layers=('edm',), include_superseded=True)) == []
-    assert 'QZ8841' not in svc.store.get(me, [fact.id])[0].content
+    svc.forget_session(me)              # S-4.7: what the session recorded goes, superseded or not; what the user made stays
+    left = svc.store.list(me, filter=Filter(session_id='s1', layers=('edm',), include_superseded=True))
+    assert [it.source for it in left] == ['manual_compact']
+    r = svc.forget(me, query='QZ8841')  # the user's forget: the summary and the /remember-that referent, and the bytes
+    assert sorted(it.source for it in r.removed) == ['explicit', 'manual_compact']
+    assert svc.store.get(me, [fact.id]) == []
     assert on_disk(tmp_path / 'chroma', 'QZ8841') == []
     svc.remember(me, '비상 연락처: QZ9999')
     assert len(svc.forget(me, query='qz9999').removed) == 1                            # case-insensitive
     assert svc.store.list(me, filter=Filter(include_superseded=True)) == [] or \
         all('QZ9999' not in it.content for it in svc.store.list(me, filter=Filter(include_superseded=True)))
     assert on_disk(tmp_path / 'chroma', 'QZ9999') == []
+    svc.remember(me, '그거 기억해', history=h)
     r = run_command(svc, me, '/forget 그거')
     assert r.ok and '그거 기억해' in r.text
     svc.remember(me, '거주지: 서울')
