@@ -40,12 +40,13 @@ def echo_llm(messages, schema):
 
 class Ledger:
     "Token origins and promotions, in this process and in an append-only JSON-lines file shared with the other process."
-    def __init__(self, path: Path):
-        self.path, self.origin, self.promoted = Path(path), {}, set()
+    def __init__(self, path: Path, tag: str = ''):
+        "`tag` keeps the tokens of two processes apart (it must differ between processes sharing `path`)."
+        self.path, self.tag, self.origin, self.promoted = Path(path), tag, {}, set()
     def _append(self, rec): 
         with open(self.path, 'a', encoding='utf-8') as f: f.write(json.dumps(rec) + '\n')
     def new(self, prefix: str, user: str, agent: str, layer: str) -> str:
-        t = f"zq{prefix}{len(self.origin)}x"
+        t = f"zq{self.tag}{prefix}{len(self.origin)}x"
         self.origin[t] = (user, agent, layer); self._append({'t': t, 'o': [user, agent, layer]})
         return t
     def promote(self, user: str, toks):

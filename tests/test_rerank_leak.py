@@ -295,7 +295,7 @@ url, agent, seed, n, tmp = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.a
 team = Team(None, [ReadPolicy('karen', edm=('self', 'main'), pdm=('self', 'main')), ReadPolicy('god', edm=AGENTS, pdm=AGENTS)])
 s = Settings(cache_dir=str(tmp / 'cache'), embedding_provider='hashing')
 svc = MemoryService(ChromaStore(s, HashingEmbedder(64), team, server_url=url), s, clock=lambda: T0)
-wl = Workload(svc, Ledger(tmp / 'ledger.jsonl'), [agent], seed, prefix=agent[0])
+wl = Workload(svc, Ledger(tmp / 'ledger.jsonl', tag=agent[0]), [agent], seed, prefix=agent[0])
 stats = wl.run(n)
 print(json.dumps({'stats': stats, 'forgotten': sorted(wl.forgotten)}), flush=True)
 svc.close()
