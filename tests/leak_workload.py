@@ -87,8 +87,21 @@ class Workload:
             bad = [t for t in bad if not self.L.allowed(t, reader, self.svc.store.team.policy(reader.agent_id))]
         assert not bad, f"LEAK via {what} to {reader}: {bad} (origins {[self.L.origin.get(t) for t in bad]})"
         back = tokens(text) & self.forgotten
-        assert not back, f"FORGOTTEN tokens came back via {what} to {reader}: {back}"
+        assert not back, f"FORGOTTEN tokens came back via {what} to {reader}: {back}" + self._explain(reader, back)
         self._count('reads')
+
+    def _explain(self, reader, toks) -> str:
+        "Where the tokens are now: rows of the user (any agent) and user model files, for the failure message."
+        rows = self.svc.store.list(MemoryScope(reader.user_id, 'god'), filter=Filter(include_superseded=True), order_by=None)
+        out = [f"row {it.id} {it.agent_id} {it.source} sup={it.superseded}" for it in rows if tokens(it.content) & toks]
+        for p in user_model_files(self.svc.settings, reader.user_id):
+            m = json.loads(p.read_text(encoding='utf-8'))
+            if tokens(m.get('summary', '')) & toks:
+                ids = m.get('memory_ids') or []
+                got = {it.id for it in self.svc.store.get(reader, ids)}
+                out.append(f"model of {m.get('agent_id')} built {m.get('built_at')}: {len(ids)} ids, {len(got)} readable, "
+                           f"missing {[i for i in ids if i not in got][:3]}")
+        return '\n' + '\n'.join(out)
 
     # ---------------------------------------------------------------- operations
     def op_turn(self):
