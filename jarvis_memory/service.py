@@ -209,8 +209,7 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
             js = m.get('sessions')
             if not isinstance(js, list) or any((it.agent_id, s) in sessions for s in js) or src & ids: kill.append(it); continue
         ref = m.get('referent')
-        if explicit and isinstance(ref, str) and ((it.agent_id, m.get('referent_session')) in sessions
-                                     or _head(ref.split('\nA: ')[0].removeprefix('U: '), self.settings.query_chars) in said):
+        if explicit and isinstance(ref, str) and _head(ref.split('\nA: ')[0].removeprefix('U: '), self.settings.query_chars) in said:
             rewrite.append(it)
     if kill: self.store.delete(scope, [it.id for it in kill], user_request=True)
     res.derived += [(it, 'deleted') for it in kill]
