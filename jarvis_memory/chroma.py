@@ -149,15 +149,20 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
     except ValueError: raise StoreError(f"server_url has a bad port: {url!r}") from None
     return u.hostname, port, u.scheme == 'https'
 
+_READS = frozenset({'get', 'list', 'keyword', 'count', 'search', 'cosines'})
+_RACY = 'Error finding id'          # a `chroma run` server reading a row another client deletes at that moment
+
 def _guarded(f):
     "Turn Chroma and connection failures inside a store method into a `StoreUnavailable` naming the location."
     @functools.wraps(f)
     def _f(self, *args, **kw):
         if self._closed: raise StoreError(f"store {self.location} is closed")
-        try: return f(self, *args, **kw)
-        except (MemoryInputError, MemoryUnavailable): raise
-        except (ChromaError, httpx.HTTPError, OSError) as e:
-            raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
+        for attempt in range(3):
+            try: return f(self, *args, **kw)
+            except (MemoryInputError, MemoryUnavailable): raise
+            except (ChromaError, httpx.HTTPError, OSError) as e:
+                if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
+                raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
     return _f
 
 def _chroma_settings(): return chromadb.config.Settings(anonymized_telemetry=False)
