@@ -21,7 +21,7 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from fastcore.basics import patch
 from filelock import FileLock, Timeout
 
-from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, check_id, check_metadata, MemoryScope,
+from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, check_id, check_metadata, check_time, MemoryScope,
                                  MemoryItem, Team)
 from .settings import Settings
 from .embeddings import Embedder, EmbeddingError
@@ -149,15 +149,20 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
     except ValueError: raise StoreError(f"server_url has a bad port: {url!r}") from None
     return u.hostname, port, u.scheme == 'https'
 
+_READS = frozenset({'get', 'list', 'keyword', 'count', 'search', 'cosines'})
+_RACY = 'Error finding id'          # a `chroma run` server reading a row another client deletes at that moment
+
 def _guarded(f):
     "Turn Chroma and connection failures inside a store method into a `StoreUnavailable` naming the location."
     @functools.wraps(f)
     def _f(self, *args, **kw):
         if self._closed: raise StoreError(f"store {self.location} is closed")
-        try: return f(self, *args, **kw)
-        except (MemoryInputError, MemoryUnavailable): raise
-        except (ChromaError, httpx.HTTPError, OSError) as e:
-            raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
+        for attempt in range(3):
+            try: return f(self, *args, **kw)
+            except (MemoryInputError, MemoryUnavailable): raise
+            except (ChromaError, httpx.HTTPError, OSError) as e:
+                if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
+                raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
     return _f
 
 def _chroma_settings(): return chromadb.config.Settings(anonymized_telemetry=False)
@@ -694,6 +699,19 @@ def _readable_rows(self: ChromaStore, scope, ids, flt=None) -> tuple:
     return c, rows
 
 @patch
+def _changeable_rows(self: ChromaStore, scope, ids, flt=None, user_request: bool = False) -> tuple:
+    "`_readable_rows` narrowed to the rows `scope` may change: its own, and semantic ones (all, for the user's own request)."
+    if not isinstance(user_request, bool): raise StoreError(f"user_request must be True or False, got {user_request!r}")
+    c, rows = self._readable_rows(scope, ids, flt)
+    if user_request or not rows: return c, rows
+    policy = self.team.policy(scope.agent_id)
+    def ok(md):
+        layer = md.get('layer')
+        allowed = policy.changeable_agents(layer) if layer in ('semantic', 'edm', 'pdm') else frozenset()
+        return allowed is None or md.get('agent_id') in allowed
+    return c, {i: md for i, md in rows.items() if ok(md)}
+
+@patch
 def _update(self: ChromaStore, c, metas: dict, embeddings: dict | None = None) -> int:
     "Merge `metas` ({id: {key: value or None}}) into the rows (and set `embeddings`), in Chroma and the mirror."
     ids, m = list(metas), self._mirror(c, write=True)
@@ -715,8 +733,7 @@ def _update(self: ChromaStore, c, metas: dict, embeddings: dict | None = None) -
 def touch(self: ChromaStore, scope: MemoryScope, ids, when: float) -> int:
     "Set `last_accessed = when` on the items among `ids` that `scope` may read; returns how many."
     ids = _check_ids(ids)
-    if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when):
-        raise ItemError(f"when must be a finite number of Unix seconds, got {when!r}")
+    when = check_time(when, "when")               # a time outside 1900..9999 would be stored, then break every read
     with self._shared.write:
         c, rows = self._readable_rows(scope, ids)
         if not rows: return 0
@@ -740,7 +757,7 @@ def rehearse(self: ChromaStore, scope: MemoryScope, ids, delta: int = 1) -> int:
 @patch
 @_guarded
 def update_metadata(self: ChromaStore, scope: MemoryScope, ids, patch: dict) -> int:
-    "Merge `patch` into the item metadata of the readable items among `ids` (`None` removes a key); returns how many."
+    "Merge `patch` into the item metadata of the items among `ids` that `scope` may change (`None` removes a key); returns how many."
     ids = _check_ids(ids)
     if not isinstance(patch, dict) or not patch: raise ItemError(f"patch must be a non-empty dict, got {patch!r}")
     check_metadata({k: v for k, v in patch.items() if v is not None}, "metadata patch")
@@ -749,7 +766,7 @@ def update_metadata(self: ChromaStore, scope: MemoryScope, ids, patch: dict) -> 
     _check_i64(patch, "metadata patch")
     sup = _MP + SUPERSEDED
     with self._shared.write:
-        c, rows = self._readable_rows(scope, ids)
+        c, rows = self._changeable_rows(scope, ids)
         metas = {}
         for i, m in rows.items():
             new = {_MP + k: (list(v) if isinstance(v, tuple) else v) for k, v in patch.items()}
@@ -772,21 +789,39 @@ def _delete(self: ChromaStore, c, ids) -> int:
 
 @patch
 @_guarded
-def delete(self: ChromaStore, scope: MemoryScope, ids) -> int:
-    "Delete the items among `ids` that `scope` may read; returns how many were deleted."
+def delete(self: ChromaStore, scope: MemoryScope, ids, *, user_request: bool = False) -> int:
+    "Delete the items among `ids` that `scope` may change (may read, with `user_request`); returns how many were deleted."
     ids = _check_ids(ids)
     with self._shared.write:
-        c, rows = self._readable_rows(scope, ids)
+        c, rows = self._changeable_rows(scope, ids, None, user_request)
         return self._delete(c, list(rows)) if rows else 0
 
 @patch
 @_guarded
-def delete_where(self: ChromaStore, scope: MemoryScope, filter: Filter) -> int:
-    "Delete every item `scope` may read that matches `filter` (what `list` would return); returns how many."
+def delete_where(self: ChromaStore, scope: MemoryScope, filter: Filter, *, user_request: bool = False) -> int:
+    "Delete every item matching `filter` that `scope` may change (may read, with `user_request`); returns how many."
     if not isinstance(filter, Filter): raise StoreError(f"delete_where needs a Filter, got {type(filter).__name__}")
     with self._shared.write:
-        c, rows = self._readable_rows(scope, None, filter)
+        c, rows = self._changeable_rows(scope, None, filter, user_request)
         return self._delete(c, list(rows)) if rows else 0
+
+@patch
+@_guarded
+def drop_user(self: ChromaStore, user_id: str) -> int:
+    "Delete every memory of `user_id` (account deletion): the user's whole collection; returns how many rows it held."
+    check_id(user_id, "user_id")
+    with self._shared.write:
+        c = self._col(user_id)
+        if c is None: return 0
+        n = c.col.count()
+        key = str(c.col.id)
+        self._shared.mirrors.pop(key, None); self._shared.sort_keys.pop(key, None)
+        for name in (c.col.name, c.col.name + '-next'):
+            try: self._client.delete_collection(name)
+            except NotFoundError: pass
+        self._shared.generation += 1                       # every store's cached handle of the collection is stale
+        self._cols.pop(user_id, None)
+        return n
 
 # %% ../nbs/05_chroma.ipynb #bf14191e
 @patch
@@ -849,3 +884,26 @@ def reembed(self: ChromaStore, scope: MemoryScope, *, batch: int = 256) -> int:
             self._update(c, {r['ids'][j]: {'has_vector': True} for j in ok}, {r['ids'][j]: v for j, v in zip(ok, vecs)})
             n += len(ok)
         return n
+
+# %% ../nbs/05_chroma.ipynb #7e4c1a92
+@patch
+@_guarded
+def scrub(self: ChromaStore) -> bool:
+    "Remove deleted rows' text from the embedded store's files (queue, full-text index, free pages); False in server mode."
+    if self.path is None:
+        _log.warning("scrub: the files of %s are the server's; run `chroma utils vacuum` on the server's path", self.location)
+        return False
+    import sqlite3
+    with self._shared.write:
+        _flush_all(self._client, self._shared)
+        con = sqlite3.connect(str(self.path / 'chroma.sqlite3'), timeout=60, isolation_level=None)
+        try:
+            con.execute('PRAGMA secure_delete = ON')
+            con.execute("UPDATE embeddings_queue SET metadata = NULL WHERE metadata IS NOT NULL "
+                        "AND (id NOT IN (SELECT embedding_id FROM embeddings) OR seq_id < (SELECT MAX(q.seq_id) "
+                        "FROM embeddings_queue q WHERE q.id = embeddings_queue.id AND q.topic = embeddings_queue.topic))")
+            con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
+            con.execute('VACUUM')
+        except sqlite3.Error as e: raise StoreUnavailable(f"scrub of {self.path} failed: {e}") from e
+        finally: con.close()
+    return True

@@ -10,14 +10,15 @@ import datetime as _dt, hashlib, json, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .scope import MemoryInputError, ItemError, ScopeError, MemoryScope, natural_id
+from .scope import MemoryInputError, ItemError, ScopeError, MemoryScope, natural_id, owned_id, check_text
 from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns
 from .language import clean_text, conversation_language, text_language, language_instruction
 from .llm import LLM, LLMError
-from .service import MemoryService
-from .patterns import format_patterns, draft_name
+from .service import MemoryService, user_model_dir, user_model_files
+from .patterns import format_patterns, draft_name, draft_id
+from .render import neutralise_headers
 
 # %% auto #0
 __all__ = ['USAGE', 'COMMANDS', 'COMPACT_MAX_CHARS', 'COMPACT_MAX_SUMMARY', 'COMPACT_MAX_TOKENS', 'USER_MODEL_MEMORIES',
@@ -41,12 +42,13 @@ USAGE = (
     ('/patterns forget <name>', "delete one of this agent's task patterns"),
     ('/procedures', 'list drafts awaiting approval'),
     ('/procedures approve <name>', 'approve a draft: pattern-<name> or procedure-<task_type> (S-9.5)'),
+    ('/forget <text>', 'forget every memory containing <text>, and what was built from it (issue 14)'),
     ('/usermodel', 'show the user model'),
     ('/usermodel build', 'distil the latest 30 memories into a summary and at most 8 traits (S-11.4)'),
     ('/journal write', 'reflect on the latest 40 thoughts in 1-3 sentences (S-11.4)'),
     ('/help', 'this list'),
 )
-COMMANDS = ('remember', 'compact', 'patterns', 'procedures', 'usermodel', 'journal', 'help')
+COMMANDS = ('remember', 'compact', 'patterns', 'procedures', 'forget', 'usermodel', 'journal', 'help')
 
 def usage_text() -> str:
     "The command list shown by `/help` and after an unknown command."
@@ -58,6 +60,7 @@ _re_cmd = re.compile(r'^/([^\s/]+)(?:\s+(.*))?$', re.S)
 def parse_command(text: str) -> tuple[str, str] | None:
     "`(name, argument)` of a slash command (name lower-cased, argument stripped), or None when `text` is not one."
     if not isinstance(text, str): raise ItemError(f"command text must be a string, got {type(text).__name__}")
+    check_text(text, "command text")              # not valid Unicode: refused, never silently cleaned (issue 14, finding 7)
     m = _re_cmd.match(clean_text(text).strip())
     return (m.group(1).lower(), (m.group(2) or '').strip()) if m else None
 
@@ -178,7 +181,7 @@ def _compact(ctx) -> CommandResult:
     summary = ctx.get_llm().chat(msgs, temperature=0.0, max_tokens=COMPACT_MAX_TOKENS)
     summary = clean_text(summary).strip()[:COMPACT_MAX_SUMMARY].strip() if isinstance(summary, str) else ''
     if not summary: return CommandResult(False, ctx.t("/compact: 모델이 빈 요약을 돌려주었습니다.", "/compact: the model returned an empty summary."))
-    it = ctx.service.write(sc, 'manual_compact', summary, id=natural_id('manual_compact', sc.user_id, sc.agent_id, sc.session_id, len(turns)),
+    it = ctx.service.write(sc, 'manual_compact', summary, id=owned_id(sc.agent_id, 'manual_compact', sc.user_id, sc.session_id, len(turns)),
                            metadata={'turns': len(turns), 'language': lang, 'dropped': dropped}, at=ctx.now)
     return CommandResult(True, ctx.t(f"대화 {len(turns)}턴을 요약해 기억했습니다:\n{summary}",
                                      f"Summarised {len(turns)} turn(s) into memory:\n{summary}"), [it])
@@ -193,6 +196,7 @@ def _patterns(ctx) -> CommandResult:
     sub, _, name = ctx.arg.partition(' ')
     if sub.lower() != 'forget' or not name.strip(): return _usage(ctx, '/patterns')
     name = name.strip()
+    s.store.delete(ctx.scope, [draft_id(ctx.scope, name)])          # its draft too: approving it must not bring it back
     if s.forget_pattern(ctx.scope, name): return CommandResult(True, ctx.t(f"작업 패턴 '{name}'을(를) 지웠습니다.", f"Deleted task pattern '{name}'."))
     return CommandResult(False, ctx.t(f"이 에이전트({ctx.scope.agent_id})가 저장한 작업 패턴 '{name}'이(가) 없습니다.",
                                       f"Agent {ctx.scope.agent_id!r} has no task pattern named '{name}'."))
@@ -210,6 +214,17 @@ def _procedures(ctx) -> CommandResult:
     it = s.approve_draft(ctx.scope, name.strip(), at=ctx.now)
     what = it.content.splitlines()[0]
     return CommandResult(True, ctx.t(f"승인했습니다: {name.strip()} → {what}", f"Approved {name.strip()} -> {what}"), [it])
+
+# %% ../nbs/21_commands.ipynb #6a1f0c02
+@_command('forget')
+def _forget(ctx) -> CommandResult:
+    if not ctx.arg: return _usage(ctx, '/forget')
+    r = ctx.service.forget(ctx.scope, query=ctx.arg)
+    if not r.removed:
+        return CommandResult(False, ctx.t(f"'{ctx.arg[:40]}'을(를) 담은 기억이 없습니다.", f"No memory contains '{ctx.arg[:40]}'."))
+    head = ctx.t(f"기억 {len(r.removed)}건과 거기서 만든 {len(r.derived) + len(r.files)}건을 지웠습니다:",
+                 f"Forgot {len(r.removed)} memories and {len(r.derived) + len(r.files)} built from them:")
+    return CommandResult(True, '\n'.join([head, *r.lines()]), r.removed)
 
 # %% ../nbs/21_commands.ipynb #53d652b8
 USER_MODEL_MEMORIES, USER_MODEL_MAX_TRAITS, MEMORY_PROMPT_CHARS = 30, 8, 300
@@ -237,24 +252,34 @@ _USER_MODEL_PROMPT = {
 }
 _USER_MODEL_FILTER = Filter(layers=('semantic', 'edm'), exclude_sources=('thought', 'journal', 'turn_part'))
 
-def user_model_path(settings: Settings, user_id: str) -> Path:
-    "The user model file of `user_id`: `<parent of cache_dir>/usermodel/<sha256(user_id)[:32]>.json`."
-    MemoryScope(user_id, 'x')                                   # checks the id
-    return Path(settings.cache_dir).expanduser().absolute().parent / 'usermodel' / (hashlib.sha256(user_id.encode()).hexdigest()[:32] + '.json')
+def user_model_path(settings: Settings, user_id: str, agent_id: str) -> Path:
+    "The user model `agent_id` built of `user_id`: `<parent of cache_dir>/usermodel/<sha256(user_id)[:32]>/<sha256(agent_id)[:16]>.json`."
+    MemoryScope(user_id, agent_id)                              # checks the ids
+    return user_model_dir(settings, user_id) / (hashlib.sha256(agent_id.encode()).hexdigest()[:16] + '.json')
 
-def load_user_model(settings: Settings, user_id: str) -> dict | None:
-    "The stored user model of `user_id`, or None when it was never built."
-    p = user_model_path(settings, user_id)
-    if not p.exists(): return None
-    try: return json.loads(p.read_text(encoding='utf-8'))
+def _read_model(p: Path) -> dict:
+    try: m = json.loads(p.read_text(encoding='utf-8'))
     except (ValueError, UnicodeDecodeError) as e: raise ItemError(f"user model file {p} is not valid JSON: {e}") from None
+    if not isinstance(m, dict) or not isinstance(m.get('summary'), str) or not isinstance(m.get('memory_ids'), list):
+        raise ItemError(f"user model file {p} lacks summary or memory_ids")
+    return m
+
+def load_user_model(store, scope: MemoryScope) -> dict | None:
+    "The newest user model of `scope`'s user whose every source memory `scope` may read now (its own first on a tie); None if none."
+    if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
+    models = [_read_model(p) for p in user_model_files(store.settings, scope.user_id)]
+    models.sort(key=lambda m: (float(m.get('built_at') or 0), m.get('agent_id') == scope.agent_id), reverse=True)
+    for m in models:
+        ids = [i for i in m['memory_ids'] if isinstance(i, str)]
+        if ids and len(store.get(scope, ids)) == len(set(ids)): return m
+    return None
 
 def user_model_text(model: dict | None) -> str:
     "The user model as prompt text (for `{{user_model}}`): the summary and the traits; '' when there is none."
     if not model: return ''
     ko = model.get('language') == 'ko'
     traits = '; '.join(model.get('traits') or [])
-    return f"{model['summary']}\n{'성향' if ko else 'Traits'}: {traits}" if traits else model['summary']
+    return neutralise_headers(f"{model['summary']}\n{'성향' if ko else 'Traits'}: {traits}" if traits else model['summary'])
 
 def _memory_lines(items) -> str:
     day = lambda t: _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime('%Y-%m-%d')
@@ -271,7 +296,7 @@ def _write_json(path: Path, obj: dict):
 def _usermodel(ctx) -> CommandResult:
     s, sc = ctx.service, ctx.scope
     if not ctx.arg:
-        m = load_user_model(s.settings, sc.user_id)
+        m = load_user_model(s.store, sc)
         if m is None: return CommandResult(False, ctx.t("사용자 모델이 아직 없습니다: /usermodel build 로 만드세요.",
                                                         "There is no user model yet: run /usermodel build."))
         return CommandResult(True, user_model_text(m))
@@ -290,7 +315,7 @@ def _usermodel(ctx) -> CommandResult:
     if not summary: return CommandResult(False, ctx.t("/usermodel: 모델이 빈 요약을 돌려주었습니다.", "/usermodel: the model returned an empty summary."))
     model = {'user_id': sc.user_id, 'agent_id': sc.agent_id, 'built_at': ctx.now, 'language': lang,
              'model': getattr(llm, 'model', None), 'summary': summary, 'traits': traits, 'memory_ids': [it.id for it in items]}
-    path = user_model_path(s.settings, sc.user_id)
+    path = user_model_path(s.settings, sc.user_id, sc.agent_id)
     _write_json(path, model)
     head = ctx.t(f"기억 {len(items)}건으로 사용자 모델을 만들었습니다 ({path}):", f"Built the user model from {len(items)} memories ({path}):")
     return CommandResult(True, f"{head}\n{user_model_text(model)}", items)
@@ -330,6 +355,8 @@ def _journal(ctx) -> CommandResult:
                              schema=JOURNAL_SCHEMA, temperature=0.0, max_tokens=300)
     text = ' '.join(t for t in (' '.join(clean_text(x).split()) for x in out['sentences']) if t)
     if not text: return CommandResult(False, ctx.t("/journal: 모델이 빈 성찰을 돌려주었습니다.", "/journal: the model returned an empty reflection."))
-    it = s.write(sc, 'journal', text, id=natural_id('journal', sc.user_id, sc.agent_id, thoughts[0].id),
-                 metadata={'thoughts': len(thoughts), 'newest_thought': thoughts[0].id, 'language': lang}, at=ctx.now)
+    sessions = sorted({t.session_id for t in thoughts if t.session_id})
+    meta = {'thoughts': len(thoughts), 'newest_thought': thoughts[0].id, 'thought_ids': [t.id for t in thoughts], 'language': lang}
+    if sessions: meta['sessions'] = sessions                 # provenance: forgetting one of them forgets this entry
+    it = s.write(sc, 'journal', text, id=owned_id(sc.agent_id, 'journal', sc.user_id, thoughts[0].id), metadata=meta, at=ctx.now)
     return CommandResult(True, ctx.t(f"저널을 썼습니다:\n{text}", f"Journal written:\n{text}"), [it])

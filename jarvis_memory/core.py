@@ -8,17 +8,18 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/core.html.md"""
 from __future__ import annotations
 import re, time
 
+from dataclasses import replace
 from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id,
-                                 check_metadata, source_layer, SUPERSEDED)
+                                 check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag)
 from .settings import Settings
 from .store import MemoryStore, Filter, open_store
 from .window import HistoryError, split_turns, WorkingMemories
-from .episodes import TurnRecord, turn_items, stale_piece_ids
+from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id
 from .language import points_back, clean_text
 
 # %% auto #0
-__all__ = ['MemoryCore', 'session_scope', 'record_turn', 'record', 'fact_topic', 'write_fact', 'previous_exchange', 'remember',
-           'write', 'set_housing_profile', 'flush_rehearsals']
+__all__ = ['MemoryCore', 'session_scope', 'record_turn', 'record', 'fact_topic', 'settle_topic', 'write_fact',
+           'previous_exchange', 'remember', 'write', 'set_housing_profile', 'flush_rehearsals', 'migrate_ids']
 
 # %% ../nbs/14_core.ipynb #c08358c7
 class MemoryCore:
@@ -41,7 +42,7 @@ class MemoryCore:
     def close(self): self.store.close()
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
-    def _now(self, now): return float(self.clock() if now is None else now)
+    def _now(self, now): return check_time(self.clock() if now is None else now, "time (created_at or now)")
     def __repr__(self): return f"{type(self).__name__}({self.store!r})"
 
 def session_scope(scope) -> MemoryScope:
@@ -83,6 +84,17 @@ def fact_topic(content: str) -> str | None:
     return ' '.join(m.group(1).lower().split()) if m else None
 
 # %% ../nbs/14_core.ipynb #9d45933e
+def _fact_order(it: MemoryItem) -> tuple: return (it.created_at, it.id)
+
+def settle_topic(store: MemoryStore, scope: MemoryScope, topic: str) -> str | None:
+    "Leave one active fact of `topic`: the newest by (created_at, id) hides the others (S-2.5); returns its id."
+    act = store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic}), order_by=None)
+    if not act: return None
+    win = max(act, key=_fact_order)
+    losers = [o.id for o in act if o.id != win.id]
+    if losers: store.update_metadata(scope, losers, {SUPERSEDED: win.id})
+    return win.id
+
 def write_fact(self: MemoryCore, scope: MemoryScope, source: str, content: str, *, importance: float | None = None,
                metadata: dict | None = None, id: str | None = None, at: float | None = None) -> MemoryItem:
     "Write a semantic fact with its topic tag; supersede same-topic facts and flag interference (S-2.5)."
@@ -92,7 +104,6 @@ def write_fact(self: MemoryCore, scope: MemoryScope, source: str, content: str, 
     if topic: meta['topic'] = topic
     it = MemoryItem.new(scope, source, content, id=id, importance=self.settings.default_importance if importance is None else importance,
                         created_at=self._now(at), metadata=meta)
-    olds = self.store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic})) if topic else []
     similar = []
     if self.store.embedder is not None:
         similar = [o for o, cos in self.store.search(scope, content, k=5, min_cosine=self.settings.interference_similarity,
@@ -100,8 +111,7 @@ def write_fact(self: MemoryCore, scope: MemoryScope, source: str, content: str, 
                    if o.id != it.id and o.metadata.get('topic') != topic]
     if similar: it.metadata['interference'] = [o.id for o in similar]
     self.store.put([it])
-    olds = [o for o in olds if o.id != it.id]
-    if olds: self.store.update_metadata(scope, [o.id for o in olds], {SUPERSEDED: it.id})
+    if topic: settle_topic(self.store, scope, topic)
     for o in similar:
         self.store.update_metadata(scope, [o.id], {'interference': sorted({*o.metadata.get('interference', []), it.id})})
     return it
@@ -119,13 +129,15 @@ def previous_exchange(history, *, skip_last: bool) -> tuple[str, str] | None:
 
 def remember(self: MemoryCore, scope: MemoryScope, text: str, *, history=None, at: float | None = None) -> MemoryItem:
     "`/remember <text>`: an explicit fact, importance 0.8, with the referent when the text points back (S-2.3)."
-    if not isinstance(text, str) or not clean_text(text).strip(): raise ItemError(f"remember needs a non-empty text, got {text!r}")
+    if not isinstance(text, str) or not clean_text(check_text(text, "remember text")).strip():
+        raise ItemError(f"remember needs a non-empty text, got {text!r}")
     text = clean_text(text).strip()
     meta, content = {}, text
     prev = previous_exchange(history, skip_last=False)     # the turn in progress has no answer, so it is skipped
     if prev and points_back(text):
         q, a = (' '.join(x.split())[:self.settings.query_chars] for x in prev)
         meta['referent'] = f"U: {q}\nA: {a}"
+        if scope.session_id is not None: meta['referent_session'] = scope.session_id    # what forget_session must strip
         content = f"{text}\n{meta['referent']}"
     return self.write_fact(scope, 'explicit', content, importance=self.settings.explicit_importance, metadata=meta, at=at)
 
@@ -164,3 +176,23 @@ def flush_rehearsals(self: MemoryCore, scope: MemoryScope) -> int:
     return n
 
 MemoryCore.flush_rehearsals = flush_rehearsals
+
+# %% ../nbs/14_core.ipynb #3b8f5d21
+def migrate_ids(self: MemoryCore, scope: MemoryScope, *, batch: int = 500) -> int:
+    "Move `scope`'s agent's turn episodes and pieces written with pre-issue-14 ids to their owned ids; returns how many moved."
+    if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
+    flt = Filter(sources=('turn', 'turn_part'), agent_ids=(scope.agent_id,), include_superseded=True)
+    olds = [it for it in self.store.list(scope, filter=flt, order_by=None)
+            if id_owner_tag(it.id) is None and it.session_id and isinstance(it.metadata.get('turn'), int)]
+    moved = 0
+    for s in range(0, len(olds), batch):
+        part = self.store.get(scope, [o.id for o in olds[s:s+batch]], include_embeddings=True)
+        new = []
+        for o in part:
+            sc, n = MemoryScope(o.user_id, o.agent_id, o.session_id), o.metadata['turn']
+            new.append(replace(o, id=turn_id(sc, n) if o.source == 'turn' else piece_id(sc, n, int(o.metadata.get('piece', 1)))))
+        self.store.put(new)                              # the new rows first: a crash in between leaves a copy, not a loss
+        moved += self.store.delete(scope, [o.id for o in part])
+    return moved
+
+MemoryCore.migrate_ids = migrate_ids

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math, re, time, unicodedata
 from dataclasses import dataclass, field
 
-from .scope import MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id
+from .scope import MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id, owned_id, check_time
 from .settings import Settings, SettingsError
 from .window import Turn
 
 # %% auto #0
-__all__ = ['clean_text', 'TurnRecord', 'turn_id', 'piece_id', 'answer_pieces', 'turn_item', 'turn_items', 'turn_text',
-           'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
+__all__ = ['clean_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids', 'answer_pieces', 'turn_item', 'turn_items',
+           'turn_text', 'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
 
 # %% ../nbs/11_episodes.ipynb #bdb0b5cb
 _re_surrogate = re.compile('[\ud800-\udfff]')
@@ -70,8 +70,7 @@ class TurnRecord:
         set_('tools', tuple(self.tools))
         if not isinstance(self.failed, bool): raise ItemError(f"turn {self.number} failed must be True or False, got {self.failed!r}")
         at = time.time() if self.at is None else self.at
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
-            raise ItemError(f"turn {self.number} at must be a finite number of Unix seconds, got {at!r}")
+        check_time(at, f"turn {self.number} at")
         set_('at', float(at))
 
     @classmethod
@@ -87,13 +86,19 @@ class TurnRecord:
 def turn_id(scope: MemoryScope, number: int) -> str:
     "Natural id of the turn episode of turn `number` in `scope`'s session (S-4.3)."
     _check_session(scope)
-    return natural_id('turn', scope.user_id, scope.agent_id, scope.session_id, _check_number(number))
+    return owned_id(scope.agent_id, 'turn', scope.user_id, scope.session_id, _check_number(number))
 
 def piece_id(scope: MemoryScope, number: int, piece: int) -> str:
     "Natural id of piece `piece` (1-based) of turn `number` (S-4.5)."
     _check_session(scope)
     if isinstance(piece, bool) or not isinstance(piece, int) or piece < 1: raise ItemError(f"piece number must be an int >= 1, got {piece!r}")
-    return natural_id('turn_part', scope.user_id, scope.agent_id, scope.session_id, _check_number(number), piece)
+    return owned_id(scope.agent_id, 'turn_part', scope.user_id, scope.session_id, _check_number(number), piece)
+
+def legacy_turn_ids(scope: MemoryScope, number: int, max_parts: int) -> list[str]:
+    "The ids turn `number` and its pieces 1..`max_parts` had before issue 14 (untagged `natural_id`s), for migration."
+    _check_session(scope)
+    key = (scope.user_id, scope.agent_id, scope.session_id, _check_number(number))
+    return [natural_id('turn', *key)] + [natural_id('turn_part', *key, k) for k in range(1, max_parts + 1)]
 
 # %% ../nbs/11_episodes.ipynb #07719d01
 _LABEL = {'ko': '답({}):', 'en': 'Answer ({}):'}
@@ -220,7 +225,8 @@ def stale_piece_ids(rec: TurnRecord, n_pieces: int, settings: Settings) -> list[
     _check(rec, settings)
     if isinstance(n_pieces, bool) or not isinstance(n_pieces, int) or not 0 <= n_pieces <= settings.max_parts:
         raise ItemError(f"n_pieces must be an int in 0..{settings.max_parts}, got {n_pieces!r}")
-    return [piece_id(rec.scope, rec.number, k) for k in range(n_pieces + 1, settings.max_parts + 1)]
+    return ([piece_id(rec.scope, rec.number, k) for k in range(n_pieces + 1, settings.max_parts + 1)]
+            + legacy_turn_ids(rec.scope, rec.number, settings.max_parts))
 
 # %% ../nbs/11_episodes.ipynb #2da7e438
 def is_window_episode(item: MemoryItem, scope: MemoryScope, turn_numbers) -> bool:
@@ -231,4 +237,5 @@ def is_window_episode(item: MemoryItem, scope: MemoryScope, turn_numbers) -> boo
 def window_episode_ids(scope: MemoryScope, turn_numbers, settings: Settings) -> list[str]:
     "Ids of the turn episodes and possible pieces of the in-window turns of `scope`'s session (S-3.3)."
     return [i for n in sorted(set(turn_numbers)) for i in
-            [turn_id(scope, n)] + [piece_id(scope, n, k) for k in range(1, settings.max_parts + 1)]]
+            [turn_id(scope, n)] + [piece_id(scope, n, k) for k in range(1, settings.max_parts + 1)]
+            + legacy_turn_ids(scope, n, settings.max_parts)]

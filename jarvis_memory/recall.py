@@ -16,6 +16,7 @@ from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
 from .settings import Settings
 from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text, turn_id
+from .render import neutralise_headers
 from .language import recall_terms, term_share, is_contentless
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason,
                                    _check_now, _check_settings, _id_set)
@@ -33,6 +34,9 @@ def _day(t: float) -> str: return _dt.datetime.fromtimestamp(t, _dt.timezone.utc
 
 def item_line(item: MemoryItem) -> str:
     "One memory as the model sees it: a fact as `- topic: value` (with whom it is about), an episode with its date and speakers."
+    return neutralise_headers(_line(item))          # stored text never forges a block header (issue 14, `07_render`)
+
+def _line(item: MemoryItem) -> str:
     if item.kind == 'semantic':
         body, about = ' '.join(item.content.split()), item.metadata.get('about')
         return f"- [{about}] {body}" if about else f"- {body}"

@@ -6,18 +6,22 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/scope.html.md"""
 
 # %% ../nbs/00_scope.ipynb #6c74625d
 from __future__ import annotations
-import hashlib, json, math, re, time, unicodedata
+import hashlib, json, logging, math, re, time, unicodedata
 from dataclasses import dataclass, field, replace, asdict
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
+_log = logging.getLogger(__name__)
+
 # %% auto #0
-__all__ = ['LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER', 'SUPERSEDED', 'MemoryInputError', 'ScopeError',
-           'ItemError', 'PolicyError', 'MemoryUnavailable', 'check_id', 'MemoryScope', 'caller_scope', 'source_layer',
-           'check_layer', 'check_kind', 'check_metadata', 'is_superseded', 'MemoryItem', 'natural_id', 'ReadPolicy',
-           'parse_policy', 'load_policy', 'Team']
+__all__ = ['ID_PUNCTUATION', 'AGENT_PUNCTUATION', 'LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER', 'SUPERSEDED',
+           'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError', 'PolicyError', 'MemoryUnavailable',
+           'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope', 'source_layer', 'check_layer', 'check_kind',
+           'text_ok', 'check_text', 'check_metadata', 'is_superseded', 'check_time', 'agent_tag', 'id_owner_tag',
+           'MemoryItem', 'natural_id', 'owned_id', 'ReadPolicy', 'parse_policy', 'read_policy_file', 'policy_files',
+           'load_policy', 'Team']
 
 # %% ../nbs/00_scope.ipynb #94b9eac7
 class MemoryInputError(ValueError):
@@ -36,10 +40,19 @@ class MemoryUnavailable(RuntimeError):
     "Base class for a dependency that is missing or down (store server, embeddings or chat endpoint); the message says which and how to fix it."
 
 # %% ../nbs/00_scope.ipynb #93882d55
-_MAX_ID = 256
+_MAX_ID, _MAX_AGENT = 256, 64
+ID_PUNCTUATION, AGENT_PUNCTUATION = '_-.:@+/=#~ ', '_-.@+'
+
+def _bad_char(value: str, punct: str):
+    "The first character of `value` outside the alphabet (letters, digits, marks of any script, and `punct`), or None."
+    for i, c in enumerate(value):
+        if c in punct: continue
+        if c.isascii() and not c.isalnum(): return i, c
+        if unicodedata.category(c)[0] not in 'LNM': return i, c
+    return None
 
 def check_id(value, what: str = "id") -> str:
-    "Return `value` if it is a usable id, else raise `ScopeError` naming `what`."
+    "Return `value` if it is a usable id (the id alphabet above), else raise `ScopeError` naming `what`."
     if not isinstance(value, str):
         raise ScopeError(f"{what} must be a string, got {type(value).__name__}: {value!r}")
     if not value or not value.strip():
@@ -48,8 +61,23 @@ def check_id(value, what: str = "id") -> str:
         raise ScopeError(f"{what} has leading or trailing whitespace: {value!r}")
     if len(value) > _MAX_ID:
         raise ScopeError(f"{what} is longer than {_MAX_ID} characters: {value[:40]!r}...")
-    if any(unicodedata.category(c) in ('Cc', 'Cs') for c in value):
-        raise ScopeError(f"{what} contains control characters or unpaired surrogates: {value!r}")
+    bad = _bad_char(value, ID_PUNCTUATION)
+    if bad:
+        raise ScopeError(f"{what} {value!r} has character {bad[1]!r} at position {bad[0]}; ids are letters, digits "
+                         f"and {ID_PUNCTUATION.strip()!r} or spaces (no control, format or surrogate characters)")
+    if unicodedata.normalize('NFC', value) != value:
+        raise ScopeError(f"{what} {value!r} is not in Unicode NFC; normalise it first so one id has one spelling")
+    return value
+
+def check_agent_id(value, what: str = "agent_id") -> str:
+    "Return `value` if it is a usable agent id (stricter: it names a policy file), else raise `ScopeError`."
+    check_id(value, what)
+    if len(value) > _MAX_AGENT: raise ScopeError(f"{what} is longer than {_MAX_AGENT} characters: {value[:40]!r}...")
+    bad = _bad_char(value, AGENT_PUNCTUATION)
+    if bad or not value[0].isalnum():
+        i, c = bad or (0, value[0])
+        raise ScopeError(f"{what} {value!r} has character {c!r} at position {i}; agent ids are letters and digits "
+                         f"and {AGENT_PUNCTUATION!r}, starting with a letter or digit")
     return value
 
 # %% ../nbs/00_scope.ipynb #beb54f10
@@ -62,7 +90,7 @@ class MemoryScope:
 
     def __post_init__(self):
         check_id(self.user_id, "user_id")
-        check_id(self.agent_id, "agent_id")
+        check_agent_id(self.agent_id, "agent_id")
         if self.session_id is not None: check_id(self.session_id, "session_id")
 
     def with_session(self, session_id: str | None) -> MemoryScope:
@@ -109,16 +137,32 @@ def check_kind(kind: str) -> str:
 # %% ../nbs/00_scope.ipynb #96ca2d23
 _SCALARS = (str, int, float, bool)
 
+def text_ok(v) -> bool:
+    "Is `v` a string that can be stored as UTF-8 (no unpaired surrogates)?"
+    if not isinstance(v, str): return False
+    try: v.encode('utf-8')
+    except UnicodeEncodeError: return False
+    return True
+
+def check_text(v, what: str = "text") -> str:
+    "Return `v` if it is a string of valid Unicode, else raise `ItemError` naming `what` and the bad character's place (issue 14, finding 7)."
+    if not isinstance(v, str): raise ItemError(f"{what} must be a string, got {type(v).__name__}")
+    try: v.encode('utf-8')
+    except UnicodeEncodeError as e:
+        raise ItemError(f"{what} is not valid Unicode: unpaired surrogate {v[e.start]!r} at character {e.start}") from None
+    return v
+
 def _scalar_ok(v) -> bool:
     if isinstance(v, float) and not math.isfinite(v): return False
+    if isinstance(v, str): return text_ok(v)
     return isinstance(v, _SCALARS)
 
 def check_metadata(meta: dict, what: str = "metadata") -> dict:
     "Return `meta` if Chroma can store every value, else raise `ItemError` naming the key."
     if not isinstance(meta, dict): raise ItemError(f"{what} must be a dict, got {type(meta).__name__}")
     for k, v in meta.items():
-        if not isinstance(k, str) or not k:
-            raise ItemError(f"{what} keys must be non-empty strings, got {k!r}")
+        if not isinstance(k, str) or not k or not text_ok(k):
+            raise ItemError(f"{what} keys must be non-empty strings of valid Unicode, got {k!r}")
         if isinstance(v, (list, tuple)):
             if not v: raise ItemError(f"{what}[{k!r}] is an empty list, which Chroma cannot store")
             types = {bool if isinstance(x, bool) else type(x) for x in v}
@@ -135,6 +179,27 @@ def is_superseded(meta: dict) -> bool:
     return bool(meta.get(SUPERSEDED))
 
 # %% ../nbs/00_scope.ipynb #e6db9313
+TIME_MIN, TIME_MAX = -2208988800.0, 253402128000.0     # 1900-01-01 and 9999-12-30 UTC
+
+def check_time(v, what: str = "time") -> float:
+    "`v` as float Unix seconds if it is a finite number between `TIME_MIN` and `TIME_MAX`, else `ItemError` naming `what` and `v`."
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ItemError(f"{what} must be a finite number of Unix seconds, got {v!r}")
+    if not TIME_MIN <= v <= TIME_MAX:
+        raise ItemError(f"{what} = {v!r} is outside 1900-01-01 .. 9999-12-30 UTC ({TIME_MIN:.0f} .. {TIME_MAX:.0f} Unix seconds)")
+    return float(v)
+
+_re_owned = re.compile(r'^[a-z][a-z0-9_]{0,63}\.([0-9a-f]{12})\.[0-9a-f]{32}$')
+
+def agent_tag(agent_id: str) -> str:
+    "12 hex digits of SHA-256 of `agent_id`: the part of an owned id that names its writer."
+    return hashlib.sha256(check_agent_id(agent_id).encode('utf-8')).hexdigest()[:12]
+
+def id_owner_tag(item_id: str) -> str | None:
+    "The agent tag an owned id carries, or None for an id without one."
+    m = _re_owned.match(item_id) if isinstance(item_id, str) else None
+    return m.group(1) if m else None
+
 @dataclass
 class MemoryItem:
     "One long-term memory (S-2.1). `layer` and `kind` follow from `source` (S-2.2)."
@@ -160,11 +225,13 @@ class MemoryItem:
         if isinstance(self.importance, bool) or not isinstance(self.importance, (int, float)) or not (0.0 <= self.importance <= 1.0):
             raise ItemError(f"importance must be a number in 0..1, got {self.importance!r}")
         self.importance = float(self.importance)
-        for nm in ('created_at', 'last_accessed'):
-            v = getattr(self, nm)
-            if v is None and nm == 'last_accessed': continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ItemError(f"{nm} must be a finite number of Unix seconds, got {v!r}")
+        check_text(self.content, f"content of item {self.id!r}")
+        tag = id_owner_tag(self.id)
+        if tag is not None and tag != agent_tag(self.agent_id):
+            raise ItemError(f"item id {self.id!r} is reserved for another agent (its tag {tag} is not {self.agent_id!r}'s); "
+                            f"let MemoryItem.new or owned_id make the id")
+        check_time(self.created_at, f"created_at of item {self.id!r}")
+        if self.last_accessed is not None: check_time(self.last_accessed, f"last_accessed of item {self.id!r}")
         if isinstance(self.rehearsal, bool) or not isinstance(self.rehearsal, int) or self.rehearsal < 0:
             raise ItemError(f"rehearsal must be a non-negative int, got {self.rehearsal!r}")
         check_metadata(self.metadata, f"metadata of item {self.id!r}")
@@ -179,27 +246,32 @@ class MemoryItem:
     def superseded(self) -> bool:
         "A newer same-topic fact replaced this one (`metadata.superseded_by`, S-2.5); superseded items are never recalled."
         return is_superseded(self.metadata)
-    @property
-    def superseded(self) -> bool:
-        "A newer same-topic fact replaced this one (`metadata.superseded_by`, S-2.5); superseded items are never recalled."
-        return is_superseded(self.metadata)
 
     @classmethod
     def new(cls, scope: MemoryScope, source: str, content: str, *, id: str | None = None, **kw) -> MemoryItem:
         "An item written under `scope`; the id defaults to a fresh random one (use `natural_id` for natural keys)."
         if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
         import uuid
-        return cls(id=id or f"{source}-{uuid.uuid4().hex}", user_id=scope.user_id, agent_id=scope.agent_id,
+        if id is None: id = f"{source}.{agent_tag(scope.agent_id)}.{uuid.uuid4().hex}"
+        return cls(id=id, user_id=scope.user_id, agent_id=scope.agent_id,
                    session_id=scope.session_id, source=source, content=content, **kw)
 
 # %% ../nbs/00_scope.ipynb #4d51d357
-def natural_id(prefix: str, *parts) -> str:
-    "A deterministic item id for the natural key `parts`, e.g. `natural_id('turn', user, agent, session, 3)`."
+def _key_hash(prefix: str, parts) -> str:
     for p in parts:
         if isinstance(p, str): check_id(p, f"{prefix} key part")
         elif not isinstance(p, int) or isinstance(p, bool): raise ScopeError(f"{prefix} key parts must be str or int, got {p!r}")
-    h = hashlib.sha256(json.dumps([prefix, *parts], ensure_ascii=False).encode()).hexdigest()[:32]
-    return f"{prefix}-{h}"
+    return hashlib.sha256(json.dumps([prefix, *parts], ensure_ascii=False).encode()).hexdigest()[:32]
+
+def natural_id(prefix: str, *parts) -> str:
+    "A deterministic item id for the natural key `parts`, e.g. `natural_id('housing_profile', user)`; anyone may compute it."
+    return f"{prefix}-{_key_hash(prefix, parts)}"
+
+def owned_id(agent_id: str, prefix: str, *parts) -> str:
+    "The natural id of `parts` that only `agent_id` may write: `<prefix>.<agent tag>.<hash>`."
+    if not isinstance(prefix, str) or not re.match(r'^[a-z][a-z0-9_]{0,63}$', prefix):
+        raise ScopeError(f"id prefix must be a lower-case name like 'turn', got {prefix!r}")
+    return f"{prefix}.{agent_tag(agent_id)}.{_key_hash(prefix, (agent_id, *parts))}"
 
 # %% ../nbs/00_scope.ipynb #67a44c2a
 @dataclass(frozen=True)
@@ -209,7 +281,7 @@ class ReadPolicy:
     edm: tuple = ('self',)
     pdm: tuple = ('self',)
 
-    def __post_init__(self): check_id(self.agent_id, "agent_id")
+    def __post_init__(self): check_agent_id(self.agent_id, "agent_id")
 
     def readable_agents(self, layer: str) -> frozenset | None:
         "Agent ids whose `layer` items this agent may read; `None` means every agent of the user (semantic)."
@@ -223,6 +295,16 @@ class ReadPolicy:
         allowed = self.readable_agents(item.layer)
         return allowed is None or item.agent_id in allowed
 
+    def changeable_agents(self, layer: str) -> frozenset | None:
+        "Agent ids whose `layer` items this agent may update or delete: its own, and (semantic) every agent of the user."
+        check_layer(layer)
+        return None if layer == 'semantic' else frozenset({self.agent_id})
+
+    def may_change(self, item: MemoryItem) -> bool:
+        "Whether this agent may update or delete `item` of the same user (a read grant never grants this, finding 5)."
+        allowed = self.changeable_agents(item.layer)
+        return allowed is None or item.agent_id == self.agent_id
+
 # %% ../nbs/00_scope.ipynb #6a9a2c9a
 _POLICY_KEYS = {'read': {'edm', 'pdm'}}
 
@@ -230,7 +312,7 @@ def _policy_list(v, where: str, fname) -> tuple:
     if isinstance(v, str) or not isinstance(v, list) or not v:
         raise PolicyError(f"{fname}: {where} must be a non-empty list of agent ids, got {v!r}")
     for a in v:
-        try: check_id(a, "agent id")
+        try: check_agent_id(a, "agent id")
         except ScopeError as e: raise PolicyError(f"{fname}: {where}: {e}") from None
     return tuple(v)
 
@@ -251,31 +333,74 @@ def parse_policy(agent_id: str, data, fname: str = "<policy>") -> ReadPolicy:
     kw = {k: _policy_list(read[k], f"memory.read.{k}", fname) for k in ('edm', 'pdm') if k in read}
     return ReadPolicy(agent_id, **kw)
 
-def load_policy(agent_id: str, team_dir=None) -> ReadPolicy:
-    "Read `team_dir/<agent_id>.yaml`; a missing directory or file means the default `[self]` policy (S-1.5)."
-    check_id(agent_id, "agent_id")
-    if team_dir is None: return ReadPolicy(agent_id)
-    f = Path(team_dir) / f"{agent_id}.yaml"
-    if not f.exists(): return ReadPolicy(agent_id)
-    try: data = yaml.safe_load(f.read_text(encoding='utf-8'))
+def read_policy_file(agent_id: str, f: Path) -> ReadPolicy:
+    "Parse the policy file `f` of `agent_id` (found by `policy_files`, never built from the id)."
+    try: data = yaml.safe_load(Path(f).read_text(encoding='utf-8'))
     except (yaml.YAMLError, UnicodeDecodeError) as e: raise PolicyError(f"{f}: not valid YAML: {e}") from None
+    except OSError as e: raise PolicyError(f"{f}: cannot read the policy file: {e}") from None
     return parse_policy(agent_id, data, str(f))
 
+def policy_files(team_dir) -> dict:
+    "Agent id -> policy file: the regular `*.yaml` files directly in `team_dir` whose name is a valid agent id."
+    d = Path(team_dir)
+    if not d.is_dir(): return {}
+    out = {}
+    for f in sorted(d.iterdir()):
+        if f.suffix != '.yaml' or not f.is_file(): continue
+        try: out[check_agent_id(f.stem)] = f
+        except ScopeError: _log.warning("policy file %s ignored: its name is not a valid agent id", f)
+    return out
+
+def load_policy(agent_id: str, team_dir=None) -> ReadPolicy:
+    "The policy of `agent_id` from `team_dir`, found by mapping file names to agent ids; no file means `[self]` (S-1.5)."
+    check_agent_id(agent_id, "agent_id")
+    f = policy_files(team_dir).get(agent_id) if team_dir is not None else None
+    return ReadPolicy(agent_id) if f is None else read_policy_file(agent_id, f)
+
 # %% ../nbs/00_scope.ipynb #e9c165f0
+_RACY_NS = 2_000_000_000          # a file changed this recently is re-read on every read
+
+def _status(p: Path):
+    "(mtime ns, size, inode) of `p`, or None if it is gone."
+    try: st = p.stat()
+    except OSError: return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
 class Team:
-    "The read policies of the agents defined in one `team/` directory (S-1.5)."
+    "The read policies of the agents defined in one `team/` directory (S-1.5); edits apply to the next read."
     def __init__(self, team_dir=None, policies: Iterable[ReadPolicy] = ()):
         self.team_dir = Path(team_dir) if team_dir is not None else None
         if self.team_dir is not None and self.team_dir.exists() and not self.team_dir.is_dir():
             raise PolicyError(f"team directory {self.team_dir} is a file, not a directory")
         self._fixed = {p.agent_id: p for p in policies}
-        self._cache = {}
+        self._files, self._dir = {}, None          # agent id -> file; (directory status, when read)
+        self._cache = {}                           # agent id -> (file, file status, when read, policy)
+
+    @staticmethod
+    def _fresh(status, read_ns) -> bool: return status is not None and read_ns - status[0] > _RACY_NS
+
+    def files(self) -> dict:
+        "Agent id -> policy file in `team_dir` (rescanned when the directory changed)."
+        if self.team_dir is None: return {}
+        st = _status(self.team_dir)
+        if self._dir is None or st != self._dir[0] or not self._fresh(st, self._dir[1]):
+            now = time.time_ns()
+            self._files, self._dir = policy_files(self.team_dir), (st, now)
+        return self._files
 
     def policy(self, agent_id: str) -> ReadPolicy:
-        "The read policy of `agent_id`."
+        "The read policy of `agent_id` as its file says now."
         if agent_id in self._fixed: return self._fixed[agent_id]
-        if agent_id not in self._cache: self._cache[agent_id] = load_policy(agent_id, self.team_dir)
-        return self._cache[agent_id]
+        check_agent_id(agent_id, "agent_id")
+        f = self.files().get(agent_id)
+        if f is None: return ReadPolicy(agent_id)
+        st, hit = _status(f), self._cache.get(agent_id)
+        if hit is not None and hit[0] == f and hit[1] == st and self._fresh(st, hit[2]): return hit[3]
+        now = time.time_ns()
+        if st is None: return ReadPolicy(agent_id)       # removed between the scan and now
+        pol = read_policy_file(agent_id, f)
+        self._cache[agent_id] = (f, st, now, pol)
+        return pol
 
-    def reload(self): self._cache.clear()
+    def reload(self): self._cache.clear(); self._dir = None
     def __repr__(self): return f"Team({self.team_dir}, fixed={sorted(self._fixed)})"

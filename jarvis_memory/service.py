@@ -10,7 +10,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .scope import ItemError, MemoryScope, MemoryItem
+from .scope import ItemError, MemoryInputError, ScopeError, MemoryScope, MemoryItem, check_id
 from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns, window, window_turn_numbers
@@ -20,10 +20,16 @@ from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
 from .patterns import Patterns
+import hashlib, json, shutil
+from dataclasses import replace
+from pathlib import Path
+from .episodes import turn_text, clean_text
+from .render import neutralise_headers
 
 # %% auto #0
-__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'Observation', 'MemoryService', 'answered_line', 'stored_window_ids', 'observe',
-           'reinforce', 'forget_session', 'recall_episodes']
+__all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'SESSION_KEEPS', 'USER_MODEL_DIR', 'Observation', 'MemoryService',
+           'answered_line', 'stored_window_ids', 'observe', 'reinforce', 'forget_session', 'user_model_dir',
+           'user_model_files', 'Forgotten', 'forget', 'forget_user', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -137,15 +143,140 @@ def reinforce(self: MemoryService, scope: MemoryScope, observation: Observation 
 MemoryService.reinforce = reinforce
 
 # %% ../nbs/20_service.ipynb #8f33d63e
-def forget_session(self: MemoryService, scope: MemoryScope) -> int:
-    "Delete the session's turns, pieces and thought logs, and its working memory (S-4.7); returns rows deleted."
+SESSION_KEEPS = ('manual_compact',)       # episodic rows the user made on purpose: forget_session keeps them (S-11.3)
+
+def forget_session(self: MemoryService, scope: MemoryScope, *, scrub: bool = True) -> int:
+    "Delete the episodic rows the agent's session recorded, superseded or not, what was built from them, and its working memory (S-4.7); returns rows deleted."
     scope = session_scope(scope)
-    n = self.store.delete_where(scope, Filter(session_id=scope.session_id, agent_ids=(scope.agent_id,),
-                                              sources=('turn', 'turn_part', 'thought')))
+    flt = Filter(session_id=scope.session_id, agent_ids=(scope.agent_id,), layers=('edm',), exclude_sources=SESSION_KEEPS,
+                 include_superseded=True)
+    gone = self.store.list(scope, filter=flt, order_by=None)
+    n = self.store.delete(scope, [it.id for it in gone]) if gone else 0
+    self._forget_derived(scope, gone, explicit=False)
     self.working.forget(scope)
+    if scrub and gone: self.store.scrub()
     return n
 
 MemoryService.forget_session = forget_session
+
+# %% ../nbs/20_service.ipynb #5f0a1b01
+USER_MODEL_DIR = 'usermodel'
+
+def user_model_dir(settings: Settings, user_id: str) -> Path:
+    "Where `user_id`'s user models live: `<parent of cache_dir>/usermodel/<sha256(user_id)[:32]>/`, one file per building agent."
+    check_id(user_id, "user_id")
+    return Path(settings.cache_dir).expanduser().absolute().parent / USER_MODEL_DIR / hashlib.sha256(user_id.encode()).hexdigest()[:32]
+
+def _legacy_user_model(settings: Settings, user_id: str) -> Path:
+    "The one-per-user model file written before issue 14 (shown to every agent: never read again, removed on forget)."
+    d = user_model_dir(settings, user_id)
+    return d.parent / (d.name + '.json')
+
+def user_model_files(settings: Settings, user_id: str) -> list[Path]:
+    "The user model files of `user_id` (every agent's)."
+    d = user_model_dir(settings, user_id)
+    return sorted(d.glob('*.json')) if d.is_dir() else []
+
+@dataclass
+class Forgotten:
+    "What a forget removed: the rows asked for, the rows derived from them (deleted or rewritten), the files."
+    removed: list = field(default_factory=list)      # MemoryItems deleted because they matched
+    derived: list = field(default_factory=list)      # (MemoryItem, 'deleted' | 'rewritten') built from them
+    files: list = field(default_factory=list)        # derived files deleted (user models)
+    scrubbed: bool = False                           # the store's files were scrubbed of deleted text
+
+    def __len__(self): return len(self.removed)
+
+    def lines(self, max_chars: int = 80) -> list[str]:
+        "One line per removed or derived row and per file, for the user to see what went."
+        cut = lambda s: (lambda t: t if len(t) <= max_chars else t[:max_chars - 1] + '…')(' '.join(s.split()))
+        out = [f"- {it.source}: {neutralise_headers(cut(it.content))}" for it in self.removed]
+        out += [f"- {how} ({it.source}): {neutralise_headers(cut(it.content))}" for it, how in self.derived]
+        return out + [f"- file: {p.name}" for p in self.files]
+
+# %% ../nbs/20_service.ipynb #5f0a1b02
+def _src_ids(it: MemoryItem) -> set:
+    "Ids of the memories `it` was built from, as its metadata records them."
+    m, out = it.metadata, set()
+    for k in ('from_episode', 'newest_thought', 'from_draft'):
+        if isinstance(m.get(k), str): out.add(m[k])
+    for k in ('from_episodes', 'thought_ids', 'memory_ids'):
+        v = m.get(k)
+        if isinstance(v, (list, tuple)): out.update(x for x in v if isinstance(x, str))
+    return out
+
+def _head(text: str, n: int) -> str: return ' '.join(text.split())[:n]
+
+def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryItem], *, explicit: bool) -> Forgotten:
+    "Delete or rewrite what was built from `gone` (issue 14, finding 8); with `explicit` (the user's forget) profile facts and approved procedures too."
+    res, ids = Forgotten(), {it.id for it in gone}
+    if not gone: return res
+    sessions = {(it.agent_id, it.session_id) for it in gone if it.session_id and it.layer == 'edm'}
+    said = {_head(turn_text(it)[0], self.settings.query_chars) for it in gone if it.source == 'turn'}
+    thinkers = {it.agent_id for it in gone if it.source == 'thought'}
+    kill, rewrite = [], []
+    for it in self.store.list(scope, filter=Filter(include_superseded=True), order_by=None):
+        if it.id in ids: continue
+        m, src = it.metadata, _src_ids(it)
+        keeps = not explicit and (it.layer == 'semantic' or (it.source == 'procedure' and m.get('status') == 'approved'))
+        if src & ids and not keeps: kill.append(it); continue                   # facts, procedures, drafts built from them
+        if explicit and it.source == 'manual_compact' and (it.agent_id, it.session_id) in sessions: kill.append(it); continue
+        if it.source == 'journal' and it.agent_id in thinkers:
+            js = m.get('sessions')
+            if not isinstance(js, list) or any((it.agent_id, s) in sessions for s in js) or src & ids: kill.append(it); continue
+        ref = m.get('referent')
+        if explicit and isinstance(ref, str) and _head(ref.split('\nA: ')[0].removeprefix('U: '), self.settings.query_chars) in said:
+            rewrite.append(it)
+    if kill: self.store.delete(scope, [it.id for it in kill], user_request=True)
+    res.derived += [(it, 'deleted') for it in kill]
+    for it in rewrite:                                   # the fact stays; the copy of the forgotten exchange goes
+        body = it.content[:-len(it.metadata['referent']) - 1] if it.content.endswith('\n' + it.metadata['referent']) else it.content
+        meta = {k: v for k, v in it.metadata.items() if k not in ('referent', 'referent_session')}
+        new = replace(it, content=body.strip() or it.content.split('\n')[0], metadata=meta, embedding=None)
+        self.store.put([new])
+        res.derived.append((new, 'rewritten'))
+    dead = ids | {it.id for it in kill}
+    for p in user_model_files(self.settings, scope.user_id) + [_legacy_user_model(self.settings, scope.user_id)]:
+        if not p.exists(): continue
+        try: used = set(json.loads(p.read_text(encoding='utf-8')).get('memory_ids') or [])
+        except (ValueError, UnicodeDecodeError, AttributeError): used = None      # unreadable: it goes too
+        if used is None or used & dead or p.name.endswith('.json') and p.parent.name == USER_MODEL_DIR:
+            p.unlink(missing_ok=True); res.files.append(p)
+    return res
+
+MemoryService._forget_derived = _forget_derived
+
+# %% ../nbs/20_service.ipynb #5f0a1b04
+def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, ids=None, *, scrub: bool = True) -> Forgotten:
+    "Forget the memories `scope` may read that contain `query` (case-insensitive) or have `ids`, and everything built from them."
+    if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
+    if (query is None) == (ids is None): raise MemoryInputError("forget takes a query or ids (exactly one)")
+    if query is not None:
+        if not isinstance(query, str): raise ItemError(f"forget query must be a string, got {type(query).__name__}")
+        q = ' '.join(clean_text(query, 'forget query').split())
+        if len(q) < 2: raise ItemError(f"forget query must have at least 2 characters, got {query!r}")
+        every = self.store.list(scope, filter=Filter(include_superseded=True), order_by=None)   # rare: a scan, case-folded
+        gone = [it for it in every if q.casefold() in ' '.join(it.content.split()).casefold()]
+    else:
+        gone = self.store.get(scope, ids)
+    res = Forgotten(removed=gone)
+    if gone: self.store.delete(scope, [it.id for it in gone], user_request=True)
+    d = self._forget_derived(scope, gone, explicit=True)
+    res.derived, res.files = d.derived, d.files
+    if scrub and (gone or d.derived): res.scrubbed = self.store.scrub()
+    return res
+
+def forget_user(self: MemoryService, user_id: str, *, scrub: bool = True) -> int:
+    "Account deletion: every memory of `user_id`, their user model files and working memories; returns rows deleted."
+    check_id(user_id, "user_id")
+    n = self.store.drop_user(user_id)
+    shutil.rmtree(user_model_dir(self.settings, user_id), ignore_errors=True)
+    _legacy_user_model(self.settings, user_id).unlink(missing_ok=True)
+    for sc in [sc for sc in self.working.scopes() if sc.user_id == user_id]: self.working.forget(sc)
+    if scrub: self.store.scrub()
+    return n
+
+MemoryService.forget, MemoryService.forget_user = forget, forget_user
 
 # %% ../nbs/20_service.ipynb #0667a2ce
 def _as_time(v, what: str, end: bool) -> float | None:

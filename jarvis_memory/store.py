@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, check_id, MemoryScope, LAYERS,
+from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, check_id, check_agent_id, MemoryScope, LAYERS,
                                  KIND_LAYER, source_layer, check_layer, check_kind, check_metadata, is_superseded,
                                  MemoryItem, ReadPolicy, Team)
 from .settings import Settings
@@ -64,11 +64,15 @@ class MemoryStore(Protocol):
     def rehearse(self, scope: MemoryScope, ids, delta: int = 1) -> int:
         "Add `delta` to the rehearsal count of the items among `ids` that `scope` may read (S-6.2); returns how many."
     def update_metadata(self, scope: MemoryScope, ids, patch: dict) -> int:
-        "Merge `patch` into the item metadata of the readable items among `ids` (`None` removes a key); returns how many."
-    def delete(self, scope: MemoryScope, ids) -> int:
-        "Delete the items among `ids` that `scope` may read; returns how many were deleted."
-    def delete_where(self, scope: MemoryScope, filter: Filter) -> int:
-        "Delete every item `scope` may read that matches `filter` (what `list` would return); returns how many."
+        "Merge `patch` into the item metadata of the items among `ids` that `scope` may change (`None` removes a key); returns how many."
+    def delete(self, scope: MemoryScope, ids, *, user_request: bool = False) -> int:
+        "Delete the items among `ids` that `scope` may change (may read, with `user_request`); returns how many were deleted."
+    def delete_where(self, scope: MemoryScope, filter: Filter, *, user_request: bool = False) -> int:
+        "Delete every item matching `filter` that `scope` may change (may read, with `user_request`); returns how many."
+    def drop_user(self, user_id: str) -> int:
+        "Delete every memory of `user_id` (account deletion); returns how many rows there were."
+    def scrub(self) -> bool:
+        "Remove deleted rows' text from the backend's files (write-ahead logs, free pages); False if it cannot here."
     def reembed(self, scope: MemoryScope, *, batch: int = 256) -> int:
         "Fill missing vectors of the items `scope` may read (S-11.1); returns how many rows got vectors."
     def flush(self) -> int:
@@ -158,7 +162,7 @@ class Filter:
         S('kinds', _strs(self.kinds, 'kinds', check_kind))
         S('sources', _strs(self.sources, 'sources', source_layer))
         S('exclude_sources', _strs(self.exclude_sources, 'exclude_sources', source_layer))
-        S('agent_ids', _strs(self.agent_ids, 'agent_ids', lambda a: check_id(a, "Filter.agent_ids")))
+        S('agent_ids', _strs(self.agent_ids, 'agent_ids', lambda a: check_agent_id(a, "Filter.agent_ids")))
         if self.session_id is not None: check_id(self.session_id, "Filter.session_id")
         S('since', _time(self.since, 'since')); S('until', _time(self.until, 'until'))
         if self.since is not None and self.until is not None and self.since > self.until:

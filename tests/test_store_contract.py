@@ -285,6 +285,38 @@ def test_touch_rehearse_update_delete(store, alice):
     with pytest.raises(StoreError, match='Filter'): store.delete_where(m, None)
 
 
+def test_read_grant_is_not_a_write_grant(store, alice):
+    """Issue 14, finding 5: karen reads main's patterns (pdm [self, main]) but may not hide or delete them; the user's
+    explicit forget (user_request=True) may; semantic facts are the user's, changed by every agent (S-1.4, S-2.5)."""
+    m, k = sc(alice), sc(alice, 'karen')
+    store.put([MemoryItem.new(m, 'task_pattern', 'main pattern', id='p', created_at=T0),
+               MemoryItem.new(m, 'explicit', '거주지: 서울', id='f', created_at=T0)])
+    assert [it.id for it in store.get(k, ['p', 'f'])] == ['p', 'f']                  # karen reads both
+    assert store.update_metadata(k, ['p'], {'superseded_by': 'x'}) == 0
+    assert store.delete(k, ['p']) == 0 and store.delete_where(k, Filter(layers='pdm', agent_ids=('main',))) == 0
+    assert [it.superseded for it in store.get(m, ['p'])] == [False]
+    assert store.update_metadata(k, ['f'], {'superseded_by': 'g'}) == 1              # the user profile is shared
+    assert store.delete(k, ['p'], user_request=True) == 1 and store.get(m, ['p']) == []
+    with pytest.raises(StoreError, match='user_request'): store.delete(k, ['f'], user_request='yes')
+
+
+def test_drop_user_and_scrub(store, alice, mode, location):
+    "forget_user's store half: drop_user removes the user's every row; scrub leaves no deleted text in embedded files."
+    m, bob = sc(alice), MemoryScope(alice + '-bob', 'main')
+    store.put([MemoryItem.new(m, 'turn', 'U: QZXW-secret\nA: ok', created_at=T0), MemoryItem.new(m, 'turn', 'stays', created_at=T0)])
+    store.put([MemoryItem.new(bob, 'explicit', 'QZXW-bob', created_at=T0)])
+    assert store.drop_user(bob.user_id) == 1 and store.list(bob) == [] and store.drop_user(bob.user_id) == 0
+    assert store.delete_where(m, Filter(sources=('turn',))) == 2
+    store.put([MemoryItem.new(m, 'turn', 'stays', created_at=T0)])
+    if mode == 'chroma-embedded':
+        assert store.scrub() is True
+        hits = [p for p in location['path'].rglob('*') if p.is_file() and b'QZXW' in p.read_bytes()]
+        assert hits == []
+    else:
+        assert store.scrub() is False                                                 # the server's files: chroma utils vacuum
+    assert [it.content for it in store.list(m)] == ['stays']
+
+
 # ---------------------------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize('bad', ['importance', 'dup', 'vec', 'meta', 'bigint', 'notitem', 'owner'])
 def test_bad_batch_writes_nothing(store, alice, bad):

@@ -106,27 +106,39 @@ def check_reads(store, items, tag, team):
         assert all(it.user_id == user and pol.may_read(it) for it, _ in hits)
 
 
+def changeable(items, user, policy):
+    "ids that `policy.agent_id` of `user` may update or delete: readable, and its own or semantic (issue 14, finding 5)."
+    return {it.id for it in items if it.user_id == user and policy.may_read(it) and policy.may_change(it)}
+
+
 def check_mutations(store, items, tag, team, reader_user, reader_agent):
-    "touch / rehearse / update_metadata / delete by one reader change exactly the rows it may read."
+    """touch / rehearse change exactly the rows the reader may read; update_metadata / delete exactly those it may change;
+    delete(user_request=True), the user's own forget, every row it may read."""
     user = f"{tag}-{reader_user}"
     pol, s = team.policy(reader_agent), MemoryScope(user, reader_agent)
     allowed = oracle(items, user, pol)
+    mine = changeable(items, user, pol)
     all_ids = [it.id for it in items]
     before = {u: {it.id: it for it in store.list(god(f"{tag}-{u}"), filter=Filter(include_superseded=True))} for u in USERS}
 
     assert store.touch(s, all_ids, T0 + 5000) == len(allowed)
     assert store.rehearse(s, all_ids, delta=2) == len(allowed)
-    assert store.update_metadata(s, all_ids, {'seen_by': reader_agent}) == len(allowed)
+    assert store.update_metadata(s, all_ids, {'seen_by': reader_agent}) == len(mine)
     after = {u: {it.id: it for it in store.list(god(f"{tag}-{u}"), filter=Filter(include_superseded=True))} for u in USERS}
     for u in USERS:
         assert after[u].keys() == before[u].keys()
         for i, it in after[u].items():
             changed = f"{tag}-{u}" == user and i in allowed
+            meta = {**before[u][i].metadata, 'seen_by': reader_agent} if changed and i in mine else before[u][i].metadata
             want = replace(before[u][i], last_accessed=T0 + 5000, rehearsal=before[u][i].rehearsal + 2,
-                           metadata={**before[u][i].metadata, 'seen_by': reader_agent}) if changed else before[u][i]
+                           metadata=meta) if changed else before[u][i]
             assert it == want, (u, i, changed)
 
-    assert store.delete(s, all_ids) == len(allowed)
+    assert store.delete(s, all_ids) == len(mine)
+    for u in USERS:
+        left = {it.id for it in store.list(god(f"{tag}-{u}"), filter=Filter(include_superseded=True))}
+        assert left == (set(before[u]) - mine if f"{tag}-{u}" == user else set(before[u]))
+    assert store.delete(s, all_ids, user_request=True) == len(allowed - mine)
     for u in USERS:
         left = {it.id for it in store.list(god(f"{tag}-{u}"), filter=Filter(include_superseded=True))}
         assert left == (set(before[u]) - allowed if f"{tag}-{u}" == user else set(before[u]))

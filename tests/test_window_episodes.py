@@ -8,7 +8,7 @@ from hypothesis import given, settings as hsettings, strategies as st, HealthChe
 from jarvis_memory.scope import MemoryScope
 from jarvis_memory.settings import Settings
 from jarvis_memory.window import HistoryError, check_history, split_turns, window, window_turn_numbers
-from jarvis_memory.episodes import (TurnRecord, answer_pieces, clean_text, turn_items, stale_piece_ids, piece_id,
+from jarvis_memory.episodes import (TurnRecord, answer_pieces, clean_text, turn_items, stale_piece_ids, piece_id, legacy_turn_ids,
                                     turn_text)
 
 S = MemoryScope('alice', 'main', 's1')
@@ -114,7 +114,8 @@ def test_pieces_are_deterministic_and_stale_ids_complete(answer, cfg):
     assert [(i.id, i.content, i.metadata) for i in a] == [(i.id, i.content, i.metadata) for i in b]
     n = len(a) - 1
     assert a[0].metadata['pieces'] == n
-    assert {i.id for i in a[1:]} | set(stale_piece_ids(rec, n, cfg)) == {piece_id(S, 3, k) for k in range(1, cfg.max_parts + 1)}
+    assert {i.id for i in a[1:]} | set(stale_piece_ids(rec, n, cfg)) == ({piece_id(S, 3, k) for k in range(1, cfg.max_parts + 1)}
+                                                                     | set(legacy_turn_ids(S, 3, cfg.max_parts)))   # pre-issue-14 ids go too
     assert turn_text(a[0]) == (rec.utterance[:cfg.turn_chars], rec.answer[:cfg.turn_chars])
 
 
