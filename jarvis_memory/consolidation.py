@@ -310,7 +310,9 @@ def _fact_parts(item: MemoryItem) -> tuple[str, str, str]:
     key, v = item.metadata.get('model_key') or k.strip(), v.strip()
     return key, v, item.metadata.get('fact_kind') or fact_kind(key, v or key)
 
-def _id_part(s: str) -> str: return s if len(s) <= 200 else 'sha256-' + hashlib.sha256(s.encode()).hexdigest()
+def _id_part(s: str) -> str:
+    "A fact's key or value as an id part: free text is hashed, since ids keep to the id alphabet (issue 14)."
+    return 'sha256-' + hashlib.sha256(s.encode()).hexdigest()
 
 def extracted_id(scope: MemoryScope, from_episode: str, key: str, value: str) -> str:
     "Natural id of an extracted fact: (user, agent, source episode, key, value)."
@@ -337,6 +339,9 @@ def _write_extracted(self: Consolidation, scope: MemoryScope, fact: dict, meta: 
         keep = max(newer, key=lambda o: (o.created_at, o.id))
         self.store.update_metadata(scope, [o.id for o in newer], {'superseded_by': None})
         self.store.update_metadata(scope, [it.id], {'superseded_by': keep.id})
+    elif it.id in {i.id for i in self.store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic},
+                                                                           include_superseded=True), order_by=None) if i.superseded}:
+        self.store.update_metadata(scope, [it.id], {'superseded_by': None})   # hidden by a newer fact about another subject
     return it, True
 
 # %% ../nbs/16_consolidation.ipynb #f8afa764
