@@ -339,7 +339,7 @@ def _write_extracted(self: Consolidation, scope: MemoryScope, fact: dict, meta: 
         keep = max(newer, key=lambda o: (o.created_at, o.id))
         self.store.update_metadata(scope, [o.id for o in newer], {'superseded_by': None})
         self.store.update_metadata(scope, [it.id], {'superseded_by': keep.id})
-    elif it.id in {i.id for i in self.store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic},
+    elif topic and it.id in {i.id for i in self.store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic},
                                                                            include_superseded=True), order_by=None) if i.superseded}:
         self.store.update_metadata(scope, [it.id], {'superseded_by': None})   # hidden by a newer fact about another subject
     return it, True
