@@ -107,12 +107,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
             if out is not None:
                 p = write_reader_report(res, out)
                 print(f"\nreader rows:   {p['jsonl']}\nreader report: {p['html']}\nreader time: {res.seconds['reader']:.0f} s")
-    except MemoryInputError as e:
-        print(f"jarvis-memory memtax: {e}", file=sys.stderr)
-        return 2
-    except MemoryUnavailable as e:                 # a store server, an embeddings or chat endpoint that is down
-        print(f"jarvis-memory memtax: {type(e).__name__}: {e}", file=sys.stderr)
-        return 3
+    except (MemoryInputError, MemoryUnavailable) as e: return _fail('memtax', e)
     return 0
 
 def _settings(path, server_url) -> Settings:

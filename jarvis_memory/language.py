@@ -505,18 +505,20 @@ def _content_lang(text, lang) -> str:
     if lang not in LANGUAGES: raise TextError(f"lang must be one of {LANGUAGES} or None, got {lang!r}")
     return lang
 
+def _kiwi_for(text: str, who: str):
+    if _HANGUL_RE.search(text) and not kiwi_available():
+        raise MemoryUnavailable(f"{who} needs kiwipiepy for Korean: `pip install 'kiwipiepy>=0.24,<0.25'`")
+
 def content_terms(text: str, lang: str | None = None) -> list[str]:
     "The content morphemes of `text` by part of speech (Kiwi for Korean, a closed-class rule for English), lower-cased, de-duplicated."
     lang = _content_lang(text, lang)
-    if _HANGUL_RE.search(text) and not kiwi_available():
-        raise MemoryUnavailable("content_terms needs kiwipiepy for Korean: `pip install 'kiwipiepy>=0.24,<0.25'`")
+    _kiwi_for(text, 'content_terms')
     return list(_content(text, False))
 
 def content_count(text: str, lang: str | None = None) -> int:
     "How many content terms `text` has besides acknowledgement predicates (좋아요, 맞아요, sounds good)."
     lang = _content_lang(text, lang)
-    if _HANGUL_RE.search(text) and not kiwi_available():
-        raise MemoryUnavailable("content_count needs kiwipiepy for Korean: `pip install 'kiwipiepy>=0.24,<0.25'`")
+    _kiwi_for(text, 'content_count')
     return len(_content(text, True))
 
 def is_contentless(text: str, lang: str | None = None) -> bool:
