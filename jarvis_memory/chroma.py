@@ -29,6 +29,8 @@ from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, Read
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks)
 from .mirror import _Mirror, _FLUSH_N
+from .lexical import LexicalIndex, lexical_text
+from .language import recall_terms, case_variants
 
 _log = logging.getLogger(__name__)
 
@@ -677,6 +679,52 @@ def count(self: ChromaStore, scope: MemoryScope, filter: Filter | None = None) -
     m = self._mirror(c)
     if m is None: return 0 if c is None else len(c.col.get(where=where, include=[])['ids'])
     with m.lock: return len(m.select(pred, self._ok(scope, policy, pred, m), None))
+
+# %% ../nbs/05_chroma.ipynb #9b784acb
+def _check_query(query) -> str:
+    if not isinstance(query, str): raise StoreError(f"query must be a string, got {type(query).__name__}: {str(query)[:60]!r}")
+    return query
+
+def _hits_index(self: ChromaStore, scope: MemoryScope, query: str, filter: Filter | None, extra=()) -> tuple:
+    "Server mode: a BM25 index over the rows that contain a query word (and `extra` ids), and those items by id."
+    terms = recall_terms(query)
+    items = {it.id: it for it in (self.keyword(scope, case_variants(terms), filter=filter, limit=_SERVER_LEXICAL_ROWS) if terms else [])}
+    if extra: items.update((it.id, it) for it in self.get(scope, [i for i in extra if i not in items]))
+    ix = LexicalIndex()
+    for it in items.values(): ix.add(it.id, lexical_text(it.content, {**it.metadata, 'created_at': it.created_at}))
+    return ix, items
+
+_SERVER_LEXICAL_ROWS = 2000
+
+@patch
+@_guarded
+def lexical(self: ChromaStore, scope: MemoryScope, query: str, *, k: int = 20,
+            filter: Filter | None = None) -> list[tuple[MemoryItem, float]]:
+    "The `k` best items `scope` may read for `query` by BM25 over their `lexical_text`, as `(item, score)` best first."
+    query = _check_query(query)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise StoreError(f"k must be an int >= 1, got {k!r}")
+    c, policy, where, pred = self._access(scope, filter)
+    if c is None or not query.strip(): return []
+    m = self._mirror(c)
+    if m is not None:
+        with m.lock: return [(m.item(rn), s) for rn, s in m.lexical(pred, query, self._ok(scope, policy, pred, m), k)]
+    ix, items = _hits_index(self, scope, query, filter)
+    return [(items[i], s) for i, s in ix.search(query, k)]
+
+@patch
+@_guarded
+def lexical_scores(self: ChromaStore, scope: MemoryScope, query: str, ids) -> dict:
+    "BM25 score for `query` of each readable item among `ids` that shares a term with it: `{id: score}`."
+    query, ids = _check_query(query), _check_ids(ids)
+    c, policy, where, pred = self._access(scope, Filter(include_superseded=True))
+    if c is None or not ids or not query.strip(): return {}
+    m = self._mirror(c)
+    if m is not None:
+        with m.lock:
+            rns = m.passing([m.rn.get(i) for i in ids], pred, self._ok(scope, policy, pred, m))
+            return {m.ids[rn]: s for rn, s in m.lexical_scores(query, rns).items()}
+    ix, items = _hits_index(self, scope, query, None, ids)
+    return {i: s for i, s in ix.scores(query, [i for i in ids if i in items]).items()}
 
 # %% ../nbs/05_chroma.ipynb #c040ca21
 @patch

@@ -25,6 +25,7 @@ from .language import term_share
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
 from .recall import item_line, case_variants, source_candidates, arrange, fit_lines
+from .timeexpr import time_ranges
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
@@ -177,7 +178,9 @@ def probe(service: MemoryService, scope: MemoryScope, history_or_query, settings
     emb = service.store.embedder
     qv = np.asarray(emb.embed_one(obs.query, query=True), dtype=np.float32) if emb is not None and obs.query.strip() else None
     hidden = _hidden(svc, scope, obs, qv)
-    sources = source_candidates(svc.store, scope, obs.candidates, query_embedding=qv, terms=obs.terms) if obs.candidates else []
+    legs = s.fusion != 'none' and obs.query.strip()          # the same legs as `collect`: BM25 scores and the query's times
+    sources = source_candidates(svc.store, scope, obs.candidates, query_embedding=qv, terms=obs.terms, query=obs.query if legs else '',
+                                ranges=time_ranges(obs.query, obs.now) if legs else []) if obs.candidates else []
     return Probe(obs, history, hidden, sources, s, time.perf_counter() - t0)
 
 # %% ../nbs/40_explorer.ipynb #aa5cdd67
@@ -198,7 +201,7 @@ class Ranking:
     def ids(self) -> list[str]: return [s.id for s in self.recall]
 
 ROW_KEYS = ('order', 'rank', 'in_result', 'id', 'kind', 'source', 'content', 'date', 'stored_importance', 'pools', 'cosine',
-            'cue', 'recency', 'importance', 'relevance', 'w_recency', 'w_importance', 'w_relevance', 'w_cue', 'total', 'key',
+            'cue', 'lexical', 'timely', 'legs', 'recency', 'importance', 'relevance', 'w_recency', 'w_importance', 'w_relevance', 'w_cue', 'total', 'key',
             'relevance_from', 'flashbulb', 'slot', 'reason', 'excluded', 'excluded_why', 'source_of', 'added', 'budget', 'mode')
 
 # %% ../nbs/40_explorer.ipynb #bdaae941
@@ -225,7 +228,7 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     for c in case.hidden: excluded.setdefault(c.id, excluded_reason(c) or Exclusion.SOURCE)
     links = source_links(obs.candidates) if mode == 'source' else {}
     everyone = {}
-    for c in [*obs.candidates, *added, *case.hidden]: everyone.setdefault(c.id, c)
+    for c in [*res.candidates, *res.sources, *case.hidden]: everyone.setdefault(c.id, c)   # fused, as ranked
     scores = {i: score(c, obs.now, s) for i, c in everyone.items()}
     key = (lambda x: x.components['relevance']) if mode == 'source' else (lambda x: x.total)
     order = lambda x: (-round(key(x), 6), -x.total, -x.item.created_at, x.id)

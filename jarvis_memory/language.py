@@ -17,7 +17,7 @@ __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUA
            'strip_particles_list', 'kiwi_available', 'get_kiwi', 'KiwiStripper', 'query_terms', 'contains_term',
            'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'pattern_hint_wanted', 'conversation_language',
            'text_language', 'language_instruction', 'content_terms', 'content_count', 'is_contentless', 'recall_query',
-           'recall_terms']
+           'recall_terms', 'case_variants']
 
 # %% ../nbs/12_particles.ipynb #ea233269
 class TextError(MemoryInputError):
@@ -558,3 +558,11 @@ def recall_terms(text: str) -> list[str]:
         if heads: out.append(heads[0])
         elif any(_related(t, c) for c in full): out.append(t)
     return list(dict.fromkeys(out))
+
+def case_variants(terms: list[str]) -> list[str]:
+    "Each ASCII word also capitalised and upper-cased (Chroma's substring match is case-sensitive); order kept, no repeats."
+    out = []
+    for t in terms:
+        out += [t, t.capitalize(), t.upper()] if t.isascii() and t.isalpha() else [t]
+    return list(dict.fromkeys(out))
+

@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/lexical.html.md"""
 
 # %% ../nbs/12c_lexical.ipynb #ede5ac24
 from __future__ import annotations
-import functools, math, re, threading
+import datetime as dt, functools, math, re, threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -16,7 +16,7 @@ from .scope import MemoryInputError, MemoryUnavailable
 from .language import clean_text, content_terms, strip_particles_list
 
 # %% auto #0
-__all__ = ['LexicalError', 'lexical_terms', 'LexicalIndex', 'LexicalIndexes']
+__all__ = ['LexicalError', 'lexical_terms', 'lexical_text', 'LexicalIndex', 'LexicalIndexes']
 
 # %% ../nbs/12c_lexical.ipynb #f5a089bd
 class LexicalError(MemoryInputError):
@@ -69,6 +69,24 @@ def lexical_terms(text: str) -> list[str]:
                 out.append(t)
     stem = _stemmer().stemWord
     return [stem(t) if _LATIN_TERM.fullmatch(t) else t for t in out]
+
+# %% ../nbs/12c_lexical.ipynb #834ab336
+_MONTH_EN = ('January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October',
+             'November', 'December')
+
+def _day_words(t) -> str:
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t): return ''
+    try: d = dt.datetime.fromtimestamp(t, dt.timezone.utc).date()
+    except (OverflowError, OSError, ValueError): return ''
+    return f"{d.day} {_MONTH_EN[d.month - 1]} {d.year} {d.year}년 {d.month}월 {d.day}일 {d.isoformat()}"
+
+def lexical_text(content: str, metadata: dict | None = None) -> str:
+    "What the lexical leg indexes for an item: its text, then the speakers, whom it is about, and its day in words."
+    content, md = _check_text(content, 'content'), metadata or {}
+    ctx = [md[k] for k in ('speaker', 'answer_speaker', 'about') if isinstance(md.get(k), str)]
+    day = _day_words(md.get('created_at'))
+    return '\n'.join([content, *ctx, *([day] if day else [])])
+
 
 # %% ../nbs/12c_lexical.ipynb #71163f3d
 class LexicalIndex:
@@ -259,7 +277,19 @@ def _score(self: LexicalIndex, query: str, doc_id: str) -> float:
         hit = np.flatnonzero(rows == self._slot[doc_id])
         return float(scores[hit[0]]) if len(hit) else 0.0
 
-LexicalIndex.search, LexicalIndex.score = _search, _score
+def _scores_of(self: LexicalIndex, query: str, doc_ids: Iterable[str]) -> dict[str, float]:
+    "BM25 scores of `doc_ids` for `query` in one pass: `{doc_id: score}` for the ids that share a term with it."
+    _check_text(query, 'query')
+    if isinstance(doc_ids, str): raise LexicalError(f"doc_ids must be a list of ids, not one string: {doc_ids!r:.60}")
+    want = [_check_doc_id(d) for d in doc_ids]
+    terms = self.tokenize(query)
+    with self._lock:
+        rows, scores = _scores(self, terms)
+        if not len(rows): return {}
+        at = dict(zip(rows.tolist(), scores.tolist()))
+        return {d: at[self._slot[d]] for d in want if d in self._slot and self._slot[d] in at}
+
+LexicalIndex.search, LexicalIndex.score, LexicalIndex.scores = _search, _score, _scores_of
 
 # %% ../nbs/12c_lexical.ipynb #2041b7c2
 class LexicalIndexes:

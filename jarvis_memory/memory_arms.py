@@ -337,6 +337,22 @@ class Recall:
     candidates: int = 0
     ranked_chars: int = 0                                # characters of the whole ranking, before the budget
     gold_rank: dict = field(default_factory=dict)        # gold line id -> (rank, characters before it, 'verbatim'|'fact') of its first hit
+    legs: dict = field(default_factory=dict)             # gold line id -> {leg: best rank in that leg} over the candidates holding it (issue 13)
+
+def _gold_legs(mem: ConversationMemory, res, gold: dict) -> dict:
+    "For each gold line id: its best rank in every retrieval leg (`recall.fuse`) among the candidates that hold it or derive from it."
+    out = {}
+    for c in (*res.candidates, *res.sources):
+        if not c.legs: continue
+        it = c.item
+        held = (mem.turn_sources.get(it.metadata.get('from_episode'), []) if it.kind == 'semantic'
+                else it.metadata.get('dia_ids') or [])
+        for e in held:
+            if e not in gold: continue
+            best = out.setdefault(e, {})
+            for leg, r in c.legs:
+                if r < best.get(leg, r + 1): best[leg] = r
+    return out
 
 def _gold_rank(ranked: list[Shown], gold: dict[str, str]) -> dict:
     "For each gold line id (-> its text): the first ranked item that shows it verbatim or derives from it."
@@ -380,11 +396,12 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
             fam, s = MEMORY_ARMS[a], arm_settings(settings, a, pool)
             if fam not in reads:
                 scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides]
-                reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns')
+                reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns',
+                                     now=now)
             res = reads[fam].arrange(now, s, k=NO_CAP, budget=s.budget_chars)
             ranked = [shown_item(mem, ln) for ln in res.all_lines()]
             out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),
-                                  sum(len(x.text) for x in ranked), _gold_rank(ranked, gold))
+                                  sum(len(x.text) for x in ranked), _gold_rank(ranked, gold), _gold_legs(mem, res, gold))
         if on_question is not None: on_question(q)
     return out
 

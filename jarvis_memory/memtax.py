@@ -68,7 +68,7 @@ def tax_causes(bench: Benchmark, arm_results: list[QuestionResult], base_results
     qs = {q.id: q for q in bench.questions}
     lines = {c.id: {t.id: t.text for t in c.turns} for c in bench.conversations}
     hay = {cid: '\n\x00\n'.join(norm_ws(t) for t in texts) for cid, texts in stored.items()}
-    per_q, counts, spent, repeat = {}, Counter(), Counter(), Counter()
+    per_q, counts, spent, repeat, legs = {}, Counter(), Counter(), Counter(), Counter()
     for r in arm_results:
         b = base.get(r.question_id)
         if b is None or not getattr(b, metric) or getattr(r, metric) is not False: continue
@@ -79,12 +79,15 @@ def tax_causes(bench: Benchmark, arm_results: list[QuestionResult], base_results
         worst = min(causes.values(), key=TAX_CAUSES.index) if causes else 'answer only'
         per_q[r.question_id] = {'cause': worst, 'lines': causes, 'category': r.category}
         counts[worst] += 1
+        for e in missed:                                  # which retrieval legs found the missed gold lines (issue 13)
+            found = getattr(rec, 'legs', {}).get(e, {})
+            legs.update(found.keys() or ['no leg'])
         seen = set()
         for s in rec.shown:
             spent[s.kind] += len(s.text)
             if s.turn_ids and set(s.turn_ids) <= seen: repeat['chars'] += len(s.text)    # every line already shown above
             seen.update(s.turn_ids)
-    return {'counts': dict(counts), 'questions': per_q, 'spent': dict(spent), 'repeated_chars': repeat['chars']}
+    return {'counts': dict(counts), 'questions': per_q, 'spent': dict(spent), 'repeated_chars': repeat['chars'], 'legs': dict(legs)}
 
 def _covered(line_id: str, text: str, shown: list[Shown]) -> bool:
     t = norm_ws(text)
@@ -283,6 +286,9 @@ def report_text(res: MemtaxResult, bench: Benchmark) -> str:
         out += ['', f"causes of tax, {a} vs rag on all-evidence hit ({n} of the {len(res.results[a])} questions it answered): {parts}",
                 f"  budget spent in those questions: " + ', '.join(f"{k} {v / tot:.0%}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1]))
                 + f"; items whose lines were all shown above: {tc['repeated_chars'] / tot:.0%}"]
+        if tc.get('legs'):
+            out += ["  missed gold lines found by leg (a line may be found by several): "
+                    + ', '.join(f"{k} {v}" for k, v in sorted(tc['legs'].items(), key=lambda kv: -kv[1]))]
     out += ['', f"disputed gold answers (LoCoMo audit): {res.disputed} of {n_all} questions (kept; flagged in the JSONL)"]
     if res.extraction:
         ok = [c for c, x in res.extraction.items() if x.complete]
@@ -311,6 +317,7 @@ def question_rows(res: MemtaxResult, bench: Benchmark):
             if rec is not None:
                 row['candidates'] = rec.candidates
                 row['gold_rank'] = {e: {'rank': v[0], 'chars_before': v[1], 'how': v[2]} for e, v in rec.gold_rank.items()}
+                row['gold_legs'] = rec.legs                               # each gold line's best rank per retrieval leg
             tq = res.taxes.get(a, {}).get('questions', {}).get(q.id)
             if tq: row['tax'] = tq
             yield row

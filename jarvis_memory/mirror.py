@@ -13,6 +13,7 @@ from fastcore.basics import patch
 
 from .scope import MemoryItem
 from .store import ReadClause, _gkey, _NUM, _row_item, _chunks, _CHUNK
+from .lexical import LexicalIndex, lexical_text
 
 # %% auto #0
 __all__ = []
@@ -77,6 +78,8 @@ class _Group:
     __slots__ = ('by_time', 'by_imp')
     def __init__(self): self.by_time, self.by_imp = [], []
 
+_LEX_CONTEXT = frozenset({'speaker', 'answer_speaker', 'about', 'created_at'})   # metadata `lexical_text` reads
+
 class _Mirror:
     "Every row of one user's collection, kept in this process and in step with every write (embedded mode)."
     def __init__(self, key: str, name: str):
@@ -94,6 +97,7 @@ class _Mirror:
         self.vec: dict = {}                                 # row number -> unit vector (rows of small groups)
         self.gmat: dict = {}                                # group key -> (row numbers, their unit vectors)
         self.short: set = set()                             # rows whose document has one character (no bigram)
+        self.lex = None                                     # BM25 index of the live rows (lexical leg): built on first use, then kept in step
         self._strs: dict = {}
 
     @classmethod
@@ -172,6 +176,7 @@ class _Mirror:
         for i, d, md in rows:
             self._row(i, d, md, True)
             self.pending.pop(i, None)                       # the row was replaced: its old last_accessed is gone
+            if self.lex is not None: self.lex.add(i, lexical_text(d, md))
         self.version += 1
         self._index()
 
@@ -185,6 +190,7 @@ class _Mirror:
             if _gkey(new) != _gkey(old) or new.get('created_at') != old.get('created_at') or new.get('importance') != old.get('importance'):
                 self._ungroup(rn); self.metas[rn] = new; self._group(rn)
             else: self.metas[rn] = new
+            if self.lex is not None and not _LEX_CONTEXT.isdisjoint(p): self.lex.add(i, lexical_text(self.docs[rn], new))
             if 'has_vector' in p:                           # reembed: a new vector
                 self.version += 1
                 if self.vec.pop(rn, None) is not None: self.gmat.pop(_gkey(new), None)
@@ -194,6 +200,7 @@ class _Mirror:
             rn = self.rn.get(i)
             if rn is not None: self._kill(rn)
             self.pending.pop(i, None)
+            if self.lex is not None: self.lex.delete(i)
         self.version += 1
 
     def touch(self, ids, when: float):
@@ -317,3 +324,30 @@ def _newest(self: _Mirror, cand: np.ndarray, ok, limit) -> list:
         m *= 4
     return out
 
+
+@patch
+def lexicon(self: _Mirror) -> LexicalIndex:
+    "The BM25 index of the live rows (`lexical_text` of each), built on first use; writes keep it in step afterwards."
+    if self.lex is None:
+        lx = LexicalIndex()
+        for rn, i in enumerate(self.ids):
+            if i is not None: lx.add(i, lexical_text(self.docs[rn], self.metas[rn]))
+        self.lex = lx
+    return self.lex
+
+@patch
+def lexical(self: _Mirror, pred: ReadClause, query: str, ok, k: int) -> list:
+    "`(row number, BM25 score)` of the `k` best allowed rows for `query` that pass `ok`, best first (the read clause decides, S-1.6)."
+    allowed = {c for key, c in self.codes.items() if pred.group(key)}
+    if not allowed: return []
+    def allow(i):
+        rn = self.rn.get(i)
+        return rn is not None and int(self.gcode[rn]) in allowed and ok(rn)
+    return [(self.rn[i], s) for i, s in self.lexicon().search(query, k, allow=allow)]
+
+@patch
+def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
+    "BM25 scores `{row number: score}` of rows `rns` for `query` (rows sharing no term are left out)."
+    ids = [self.ids[rn] for rn in rns if rn is not None and self.ids[rn] is not None]
+    got = self.lexicon().scores(query, ids)
+    return {self.rn[i]: s for i, s in got.items()}

@@ -14,18 +14,19 @@ import numpy as np
 
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
 from .settings import Settings
+from .timeexpr import TimeRange, time_ranges
 from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_share, is_contentless
-from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason,
+from .language import recall_terms, term_share, is_contentless, case_variants
+from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
-__all__ = ['CORE_HEADER', 'RECALL_HEADER', 'RECALL_FILTER', 'item_line', 'case_variants', 'query_vector', 'gather', 'core_block',
-           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'says_nothing', 'turn_of', 'arrange', 'Collected',
-           'collect', 'recall']
+__all__ = ['CORE_HEADER', 'RECALL_HEADER', 'RECALL_FILTER', 'LEGS', 'item_line', 'query_vector', 'gather', 'core_block',
+           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange',
+           'Collected', 'collect', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
@@ -55,13 +56,6 @@ def _line(item: MemoryItem) -> str:
 # %% ../nbs/19_recall.ipynb #c2739974
 RECALL_FILTER = Filter(layers=('semantic', 'edm'), exclude_sources=('thought',))
 
-def case_variants(terms: list[str]) -> list[str]:
-    "Each ASCII word also capitalised and upper-cased (Chroma's substring match is case-sensitive); order kept, no repeats."
-    out = []
-    for t in terms:
-        out += [t, t.capitalize(), t.upper()] if t.isascii() and t.isalpha() else [t]
-    return list(dict.fromkeys(out))
-
 def _check_store(store) -> MemoryStore:
     if not isinstance(store, MemoryStore): raise StoreError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
     return store
@@ -70,24 +64,49 @@ def query_vector(store: MemoryStore, query: str):
     "The query's embedding (query mode), or None without an embedder or query."
     return store.embedder.embed_one(query, query=True) if store.embedder is not None and query.strip() else None
 
+def _timely(item: MemoryItem, ranges) -> bool: return any(item.created_at in r for r in ranges)
+
+def _in_ranges(store: MemoryStore, scope: MemoryScope, ranges, n: int, qv) -> list[MemoryItem]:
+    "The temporal leg: items said within any of `ranges`, nearest to the query first (newest first without vectors)."
+    out = {}
+    for r in ranges:
+        flt = replace(RECALL_FILTER, since=r.start, until=r.end)
+        got = ([it for it, _ in store.search(scope, embedding=qv, k=n, filter=flt)] if qv is not None
+               else store.list(scope, filter=flt, order_by='created_at', limit=n))
+        out.update((it.id, it) for it in got if it.created_at in r)       # `until` is inclusive, a range's end is not
+    return list(out.values())
+
 def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
-           pool: int | None = None, query_embedding=None) -> list[Candidate]:
-    "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important keyword/vector hits, and nearest vectors."
+           pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = ()) -> list[Candidate]:
+    "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important hits, nearest vectors, keyword, BM25 and time legs."
     n = settings.pool_size if pool is None else pool
+    legs = settings.fusion != 'none'
+    ranges = list(ranges) if legs else []
     kw = store.keyword(scope, case_variants(terms), filter=RECALL_FILTER, limit=n * 4) if terms else []
     vec, qv = [], (query_embedding if query_embedding is not None else query_vector(store, query))
     if qv is not None:
         vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.min_cosine, filter=RECALL_FILTER)
-    cos = {it.id: c for it, c in vec}
+    lex = store.lexical(scope, query, k=n, filter=RECALL_FILTER) if legs and query.strip() else []
+    tmp = _in_ranges(store, scope, ranges, n, qv) if ranges else []
+    cos, bm = {it.id: c for it, c in vec}, {it.id: s for it, s in lex}
     hits = {it.id: it for it in kw}
-    hits.update((it.id, it) for it, _ in vec)
+    hits.update((it.id, it) for it, _ in (*vec, *lex))
+    hits.update((it.id, it) for it in tmp)
     by_new = sorted(hits.values(), key=lambda it: (-it.created_at, it.id))[:n]
     by_imp = sorted(hits.values(), key=lambda it: (-it.importance, -it.created_at, it.id))[:n]
-    missing = list(dict.fromkeys(it.id for it in (*by_new, *by_imp, *kw[:n]) if it.id not in cos))   # candidates only
+    chosen = list(dict.fromkeys(it.id for it in (*by_new, *by_imp, *kw[:n], *tmp)))          # candidates only
+    missing = [i for i in chosen if i not in cos]
     if qv is not None and missing: cos.update(store.cosines(scope, missing, qv))
-    cand = lambda it: Candidate(it, None if it.id not in cos else max(-1.0, min(1.0, cos[it.id])), term_share(terms, it.content))
+    if legs and query.strip():
+        nolex = [i for i in dict.fromkeys([*chosen, *cos]) if i not in bm]
+        if nolex: bm.update(store.lexical_scores(scope, query, nolex))
+    def cand(it):
+        c = cos.get(it.id)
+        return Candidate(it, None if c is None else max(-1.0, min(1.0, c)), term_share(terms, it.content),
+                         lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges))
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
-                        'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]]})
+                        'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]],
+                        'lexical': [cand(it) for it, _ in lex], 'temporal': [cand(i) for i in tmp]})
 
 # %% ../nbs/19_recall.ipynb #4eb2a761
 def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings) -> list[MemoryItem]:
@@ -118,8 +137,9 @@ def _cosine(v, q: np.ndarray, what: str) -> float:
     return 0.0 if n == 0 else max(-1.0, min(1.0, float(np.dot(v, q)) / n))
 
 def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
-                      terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',)) -> list[Candidate]:
-    "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2)."
+                      terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',), query: str = '',
+                      ranges: Iterable[TimeRange] = ()) -> list[Candidate]:
+    "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2). With `query`, their BM25 scores; with `ranges`, whether they are timely."
     store = _check_store(store)
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
     cands = _candidates(candidates)
@@ -128,14 +148,20 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
     have = {c.id for c in cands}
     want = [t for t in source_links(cands) if t not in have]
     if not want: return []
+    if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
+    ranges = list(ranges)
     floor, out = store.settings.min_cosine, []
-    for it in _fetch_sources(store, scope, want, q is not None):
+    got = _fetch_sources(store, scope, want, q is not None)
+    bm = store.lexical_scores(scope, query, [it.id for it in got]) if query.strip() and got else {}
+    for it in got:
         if it.layer != 'edm' or it.source in ex_src or it.superseded: continue
         rel = None if q is None or it.embedding is None else _cosine(it.embedding, q, f"source turn {it.id!r}")
         cue = term_share(terms, it.content)
         pools = {'keyword'} if cue > 0 else set()
         if rel is not None and rel >= floor: pools.add('nearest')
-        out.append(Candidate(replace(it, embedding=None), rel, cue, pools))
+        if bm.get(it.id, 0.0) > 0: pools.add('lexical')
+        if _timely(it, ranges): pools.add('temporal')
+        out.append(Candidate(replace(it, embedding=None), rel, cue, pools, lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges)))
     return out
 
 # %% ../nbs/19_recall.ipynb #950e74bc
@@ -217,6 +243,29 @@ def turn_of(item: MemoryItem) -> str:
         return turn_id(item.scope, item.metadata['turn'])
     return item.id
 
+# %% ../nbs/19_recall.ipynb #fac55e46
+LEGS = ('vector', 'lexical', 'temporal')
+
+def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]:
+    "Reciprocal-rank fusion of the vector, lexical and temporal legs over `candidates` (merged by id): each gets `fused` in 0..1 and its `legs` ranks."
+    settings = _check_settings(settings)
+    cands = _merge((None, c) for c in _candidates(candidates))
+    floor, k = settings.min_cosine, settings.rrf_k
+    orders = {'vector': sorted((c for c in cands if c.relevance is not None and c.relevance >= floor), key=lambda c: (-c.relevance, c.id)),
+              'lexical': sorted((c for c in cands if c.lexical > 0), key=lambda c: (-c.lexical, c.id)),
+              'temporal': sorted((c for c in cands if c.timely),
+                                 key=lambda c: (-(c.relevance if c.relevance is not None else -1.0), -c.item.created_at, c.id))}
+    active = [leg for leg in LEGS if orders[leg]]
+    if not active: return cands
+    top = sum(1.0 / (k + 1) for _ in active)
+    ranks = {leg: {c.id: r for r, c in enumerate(orders[leg], 1)} for leg in active}
+    out = []
+    for c in cands:
+        legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])
+        f = min(1.0, sum(1.0 / (k + r) for _, r in legs) / top)
+        out.append(_candidate(c.item, c.relevance, c.cue, c.pools, c.lexical, c.timely, f, legs))
+    return out
+
 # %% ../nbs/19_recall.ipynb #0c8e63fd
 def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, sources: Iterable[Candidate] = (),
             core: Iterable[MemoryItem] = (), window_ids: Iterable[str] = (), k: int | None = None,
@@ -228,6 +277,9 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
     if not all(isinstance(it, MemoryItem) for it in core): raise ScoringError("core must be a list of MemoryItems")
     win, core_ids = _id_set(window_ids, 'window_ids'), frozenset(it.id for it in core)
     joint = settings.source_recall
+    if settings.fusion != 'none':                         # the legs' ranks over everything that competes (issue 13)
+        fused = {c.id: c for c in fuse([*cands, *srcs] if joint else cands, settings)}
+        cands, srcs = [fused.get(c.id, c) for c in cands], [fused.get(c.id, c) for c in srcs]
     pool = [*cands, *srcs] if joint else cands
     excluded = {}
     for c in pool:
@@ -259,8 +311,8 @@ class Collected:
 
 def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
             terms: Iterable[str] | None = None, query_embedding=None, window_ids: Iterable[str] = (),
-            core: Iterable[MemoryItem] | None = None, sources: bool | None = None) -> Collected:
-    "The store stage of recall: core facts, the candidate pools of every scope and (with source recall) their source turns."
+            core: Iterable[MemoryItem] | None = None, sources: bool | None = None, now: float | None = None) -> Collected:
+    "The store stage of recall: core facts, the candidate pools of every scope and (with source recall) their source turns; `now` resolves the query's times."
     store = _check_store(store)
     settings = _check_settings(store.settings if settings is None else settings)
     scopes = [scopes] if isinstance(scopes, MemoryScope) else list(scopes) if isinstance(scopes, Iterable) else [scopes]
@@ -275,10 +327,13 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     if query.strip():
         qv = query_embedding if query_embedding is not None else query_vector(store, query)
         pool = settings.pool_size + len(window_ids) + len(core)
+        ranges = time_ranges(query, _check_now(now)) if now is not None and settings.fusion != 'none' else []
         for sc in scopes:
-            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv)
+            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges)
             cands += found
-            if with_sources: srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms)
+            if with_sources:
+                srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms, ranges=ranges,
+                                          query=query if settings.fusion != 'none' else '')
     return Collected(query, terms, core, cands, srcs, window_ids)
 
 def recall(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
@@ -286,5 +341,5 @@ def recall(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], quer
            budget: int | None = None, window_ids: Iterable[str] = (), core: Iterable[MemoryItem] | None = None) -> Recall:
     "Recall for `query` under `scopes`: core facts, candidate pools, source turns (`collect`), then `arrange` (S-5, S-6, S-8)."
     settings = _check_settings(_check_store(store).settings if settings is None else settings)
-    got = collect(store, scopes, query, settings, terms=terms, query_embedding=query_embedding, window_ids=window_ids, core=core)
+    got = collect(store, scopes, query, settings, terms=terms, query_embedding=query_embedding, window_ids=window_ids, core=core, now=now)
     return got.arrange(now, settings, k=k, budget=budget)

@@ -19,8 +19,9 @@ __all__ = ['joint_relevance', 'fact_source', 'source_links', 'JointScore', 'join
 
 # %% ../nbs/17_rerank.ipynb #706306b2
 def joint_relevance(candidate: Candidate) -> float:
-    "The one query relevance of S-8.1: the cosine clipped to 0..1 when the candidate has one, else its cue (share of query terms)."
+    "The one query relevance of S-8.1: the fused relevance when the legs were fused, else the cosine clipped to 0..1, else the cue."
     if not isinstance(candidate, Candidate): raise ScoringError(f"expected a Candidate, got {type(candidate).__name__}")
+    if candidate.fused is not None: return float(candidate.fused)
     r = candidate.relevance
     return float(candidate.cue) if r is None else min(1.0, max(0.0, float(r)))
 
@@ -119,7 +120,8 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
         rel, src = s.components['relevance'], prov.get(c.id, ())
         scored.append(JointScore(c, s.components, {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0}, rel,
                                  s.kind, s.flashbulb, composite=s.total, source_of=src))
-    scored = _banded(scored, settings.relevance_band)
+    fused = any(c.fused is not None for c in merged)   # fused relevances are ranks already: only exact ties band
+    scored = _banded(scored, 0.0 if fused else settings.relevance_band)
     fb_ids = {s.id for s in scored if s.flashbulb}     # the source turn of a flashbulb fact fills the slot too
     if group is not None: scored = first_per_group(scored, group)
     if not flashbulb: return scored[:k]

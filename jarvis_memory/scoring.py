@@ -24,7 +24,7 @@ class ScoringError(MemoryInputError):
     "Bad input to scoring: a candidate, pool, time, `k` or settings value is malformed."
 
 # %% ../nbs/13_scoring.ipynb #2f7af7b4
-POOLS = ('newest', 'important', 'nearest', 'keyword')
+POOLS = ('newest', 'important', 'nearest', 'keyword', 'lexical', 'temporal')
 COMPONENTS = ('recency', 'importance', 'relevance', 'cue')
 
 def _real(v) -> bool: return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -36,6 +36,10 @@ class Candidate:
     relevance: float | None = None
     cue: float = 0.0
     pools: frozenset = frozenset()
+    lexical: float = 0.0                  # BM25 score for the query (0: shares no term)
+    timely: bool = False                  # said within a time range the query names
+    fused: float | None = None            # the fused relevance 0..1 (`recall.fuse`); None: not fused, rank by cosine/cue
+    legs: tuple = ()                      # ((leg, rank), ...) after fusion, for diagnostics
 
     def __post_init__(self):
         if not isinstance(self.item, MemoryItem):
@@ -51,15 +55,22 @@ class Candidate:
         if not pools <= set(POOLS):
             raise ScoringError(f"unknown pool {sorted(pools - set(POOLS))} for {self.item.id!r}; expected some of {POOLS}")
         object.__setattr__(self, 'pools', pools)
+        if not _real(self.lexical) or self.lexical < 0:
+            raise ScoringError(f"lexical of {self.item.id!r} must be a BM25 score >= 0, got {self.lexical!r}")
+        if not isinstance(self.timely, bool): raise ScoringError(f"timely of {self.item.id!r} must be True or False, got {self.timely!r}")
+        if self.fused is not None and (not _real(self.fused) or not 0.0 <= self.fused <= 1.0):
+            raise ScoringError(f"fused of {self.item.id!r} must be in 0..1 or None, got {self.fused!r}")
+        object.__setattr__(self, 'legs', tuple(self.legs))
 
     @property
     def id(self) -> str: return self.item.id
 
 # %% ../nbs/13_scoring.ipynb #028b33e9
-def _candidate(item, relevance, cue, pools) -> Candidate:
-    "A Candidate from parts already validated (merging), without checking them again."
+def _candidate(item, relevance, cue, pools, lexical=0.0, timely=False, fused=None, legs=()) -> Candidate:
+    "A Candidate from parts already validated (merging, fusion), without checking them again."
     c = object.__new__(Candidate)
-    for k, v in (('item', item), ('relevance', relevance), ('cue', cue), ('pools', pools)): object.__setattr__(c, k, v)
+    for k, v in (('item', item), ('relevance', relevance), ('cue', cue), ('pools', pools), ('lexical', lexical),
+                 ('timely', timely), ('fused', fused), ('legs', legs)): object.__setattr__(c, k, v)
     return c
 
 def _merge(labelled: Iterable[tuple[str | None, Candidate]]) -> list[Candidate]:
@@ -69,13 +80,21 @@ def _merge(labelled: Iterable[tuple[str | None, Candidate]]) -> list[Candidate]:
             raise ScoringError(f"expected a Candidate, got {type(c).__name__}: {c!r}"[:200])
         pools = c.pools | {label} if label and label not in c.pools else c.pools
         s = seen.get(c.item.id)
-        if s is None: seen[c.item.id] = [c, c.relevance, c.cue, pools]
+        if s is None: seen[c.item.id] = [c, c.relevance, c.cue, pools, False]
         else:
             if c.relevance is not None and (s[1] is None or c.relevance > s[1]): s[1] = c.relevance
             if c.cue > s[2]: s[2] = c.cue
             if not pools <= s[3]: s[3] = s[3] | pools
-    return [c if (rel is c.relevance and cue is c.cue and pools is c.pools) else _candidate(c.item, rel, cue, pools)
-            for c, rel, cue, pools in seen.values()]
+            if c.lexical != s[0].lexical or c.timely != s[0].timely or c.fused != s[0].fused: s[4] = True; s.append(c)
+    out = []
+    for c, rel, cue, pools, mixed, *more in seen.values():
+        if mixed:                                         # the same item seen with other leg scores: keep the best of each
+            best = max([c, *more], key=lambda x: -1.0 if x.fused is None else x.fused)
+            out.append(_candidate(c.item, rel, cue, pools, max(x.lexical for x in (c, *more)), any(x.timely for x in (c, *more)),
+                                  best.fused, best.legs))
+        elif rel is c.relevance and cue is c.cue and pools is c.pools: out.append(c)
+        else: out.append(_candidate(c.item, rel, cue, pools, c.lexical, c.timely, c.fused, c.legs))
+    return out
 
 def merge_pools(pools: Mapping[str, Iterable[Candidate]]) -> list[Candidate]:
     "Merge the `newest`, `important`, `nearest` and `keyword` pools by item id (S-5.4): pool labels unioned, max relevance and cue kept."
@@ -167,7 +186,8 @@ class Score:
         c = self.candidate
         return dict(id=self.id, kind=self.kind, source=c.item.source, content=c.item.content, total=self.total,
                     **self.components, **{f"w_{k}": v for k, v in self.weighted.items()},
-                    relevance_from='cosine' if c.relevance is not None else 'cue', pools=sorted(c.pools),
+                    relevance_from='fused' if c.fused is not None else 'cosine' if c.relevance is not None else 'cue',
+                    pools=sorted(c.pools), lexical=c.lexical, timely=c.timely, legs=dict(c.legs),
                     flashbulb=self.flashbulb, slot=None if self.slot is None else self.slot.value, replaced=self.replaced,
                     reason=self.why)
 
@@ -182,7 +202,7 @@ def _score(c: Candidate, now: float, P: dict, slowdown: float, fb_imp: float, fb
     kind = _kind(it)
     w, hl_rec, hl_imp = P[kind]
     rec, imp = _decays(it, max(0.0, now - it.created_at) / 86400.0, hl_rec, hl_imp, slowdown)
-    rel = c.cue if c.relevance is None else min(1.0, max(0.0, float(c.relevance)))
+    rel = c.fused if c.fused is not None else c.cue if c.relevance is None else min(1.0, max(0.0, float(c.relevance)))
     vals = (rec, imp, rel, float(c.cue))
     comps = dict(zip(COMPONENTS, vals))
     weighted = {k: wk * v for k, wk, v in zip(COMPONENTS, w, vals)}

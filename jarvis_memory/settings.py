@@ -49,6 +49,8 @@ class Settings:
     deixis_min_chars: int = 8          # S-5.2: shorter utterances get the previous exchange
     min_cosine: float = 0.3            # vector pool floor (S-5.4)
     pool_size: int = 20                # candidates per pool (newest, most important, nearest)
+    fusion: str = 'rrf'                # 'rrf': vector, BM25 and time legs fused by reciprocal rank (issue 13); 'none': cosine only
+    rrf_k: int = 60                    # RRF's constant (Cormack, Clarke & Buettcher 2009), not fitted here
     # S-6 scoring
     recall_k: int = 3                  # recall block items
     core_facts: int = 3                # core facts block items (S-6.3)
@@ -138,7 +140,7 @@ def _set_path(d: dict, var: str, raw: str):
 
 def _validate(s: Settings):
     pos_int = ('stm_turns', 'working_notes_max', 'turn_chars', 'part_head_chars', 'query_chars', 'pool_size',
-               'recall_k', 'budget_chars', 'consolidate_batch', 'procedure_min_success')
+               'recall_k', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k')
     nonneg_int = ('max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries')
     unit = ('min_cosine', 'flashbulb_importance', 'flashbulb_overlap', 'used_overlap', 'default_importance',
             'explicit_importance', 'extract_min_importance', 'interference_similarity', 'relevance_band')
@@ -166,5 +168,6 @@ def _validate(s: Settings):
                         raise SettingsError(f"weights[{kind!r}][{c!r}] must be a number >= 0, got {w!r}")
             elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise SettingsError(f"{group}[{kind!r}] must be a number of days > 0, got {v!r}")
+    if s.fusion not in ('rrf', 'none'): raise SettingsError(f"fusion must be 'rrf' or 'none', got {s.fusion!r}")
     if s.embedding_provider not in ('use', 'openai', 'hashing', 'none'):
         raise SettingsError(f"embedding_provider must be one of use, openai, hashing, none; got {s.embedding_provider!r}")

@@ -57,6 +57,10 @@ class MemoryStore(Protocol):
         "The `k` nearest items `scope` may read, as `(item, cosine)` best first; cosine >= `min_cosine` if given."
     def cosines(self, scope: MemoryScope, ids, embedding) -> dict:
         "Cosine between `embedding` and each readable item among `ids` that has a vector: `{id: cosine}`."
+    def lexical(self, scope: MemoryScope, query: str, *, k: int = 20, filter: Filter | None = None) -> list[tuple[MemoryItem, float]]:
+        "The `k` best items `scope` may read for `query` by BM25 over their `lexical.lexical_text`, as `(item, score)` best first."
+    def lexical_scores(self, scope: MemoryScope, query: str, ids) -> dict:
+        "BM25 score for `query` of each readable item among `ids` that shares a term with it: `{id: score}`."
     def count(self, scope: MemoryScope, filter: Filter | None = None) -> int:
         "How many items `scope` may read that match `filter`."
     def touch(self, scope: MemoryScope, ids, when: float) -> int:

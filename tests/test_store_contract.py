@@ -194,6 +194,24 @@ def test_keyword_korean_substring_any_term_newest_first(store, alice):
     with pytest.raises(StoreError, match='non-empty'): store.keyword(s, ['  '])
 
 
+def test_lexical_bm25_under_the_read_clause_and_current(store, alice):
+    "The BM25 leg (issue 13): rarer shared words rank higher, stems meet, the read clause holds, writes and deletes show at once."
+    s, k = sc(alice), sc(alice, 'karen', 's1/karen')
+    store.put([MemoryItem.new(s, 'explicit', '거주지: 서울에 산다', id='l1', created_at=T0),
+               MemoryItem.new(s, 'turn', 'U: I painted a sunset over the lake\nA: lovely', id='l2', created_at=T0 + 1),
+               MemoryItem.new(s, 'turn', 'U: the lake was cold\nA: brr', id='l3', created_at=T0 + 2),
+               MemoryItem.new(k, 'turn', 'U: paint the fence\nA: ok', id='l4', created_at=T0 + 3)])
+    assert [it.id for it, _ in store.lexical(s, 'What did I paint at the lake?')] == ['l2', 'l3']   # karen's l4: not readable
+    assert [it.id for it, _ in store.lexical(k, 'paint')] == ['l4']                                # karen may not read main's turns
+    assert [it.id for it, _ in store.lexical(s, '서울에서?')] == ['l1']
+    sc_ = store.lexical_scores(s, 'painted lake', ['l1', 'l2', 'l3', 'l4'])
+    assert set(sc_) == {'l2', 'l3'} and sc_['l2'] > sc_['l3'] > 0
+    store.delete(s, ['l2'])
+    assert [it.id for it, _ in store.lexical(s, 'painted lake')] == ['l3']
+    assert store.lexical(sc(f"{alice}-x"), 'lake') == []
+    with pytest.raises(StoreError, match='query'): store.lexical(s, 3)
+
+
 # ---------------------------------------------------------------------------------------------- list
 def test_list_ordering_and_limit(store, alice):
     s = sc(alice)
