@@ -25,7 +25,7 @@ from .language import term_share
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
 from .recall import item_line, case_variants, source_candidates, arrange, fit_lines
-from .timeexpr import time_ranges
+from .recall import _ranges
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
@@ -180,7 +180,7 @@ def probe(service: MemoryService, scope: MemoryScope, history_or_query, settings
     hidden = _hidden(svc, scope, obs, qv)
     legs = s.fusion != 'none' and obs.query.strip()          # the same legs as `collect`: BM25 scores and the query's times
     sources = source_candidates(svc.store, scope, obs.candidates, query_embedding=qv, terms=obs.terms, query=obs.query if legs else '',
-                                ranges=time_ranges(obs.query, obs.now) if legs else []) if obs.candidates else []
+                                ranges=_ranges(obs.query, obs.now) if legs else []) if obs.candidates else []
     return Probe(obs, history, hidden, sources, s, time.perf_counter() - t0)
 
 # %% ../nbs/40_explorer.ipynb #aa5cdd67

@@ -185,6 +185,14 @@ class LexicalIndex:
         with self._lock: self.__init__(k1=self.k1, b=self.b, tokenize=self.tokenize)
 
 # %% ../nbs/12c_lexical.ipynb #ae2a5735
+@functools.lru_cache(maxsize=64)
+def _lexical_query(query: str) -> tuple:
+    return tuple(lexical_terms(query))
+
+def _query_terms(self: LexicalIndex, query: str) -> list:
+    "The query's terms; the default tokenizer's are cached (one recall asks several legs with one query)."
+    return list(_lexical_query(query)) if self.tokenize is lexical_terms else self.tokenize(query)
+
 def _check_search(query, k, allow):
     _check_text(query, 'query')
     if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise LexicalError(f"k must be an int >= 1, got {k!r}")
@@ -249,7 +257,7 @@ def _in_order(self: LexicalIndex, rows, scores):
 def _search(self: LexicalIndex, query: str, k: int = 10, allow: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
     "The `k` best `(doc_id, score)` for `query`, best first (ties by id), among ids for which `allow(doc_id)` is true."
     _check_search(query, k, allow)
-    terms = self.tokenize(query)
+    terms = _query_terms(self, query)
     with self._lock:
         rows, scores = _scores(self, terms)
         first = _best(self, rows, scores, 4 * k if allow is not None else k)
@@ -270,7 +278,7 @@ def _search(self: LexicalIndex, query: str, k: int = 10, allow: Callable[[str], 
 def _score(self: LexicalIndex, query: str, doc_id: str) -> float:
     "The BM25 score of `doc_id` for `query` (0.0 when it shares no term or is not indexed)."
     _check_text(query, 'query'); _check_doc_id(doc_id)
-    terms = self.tokenize(query)
+    terms = _query_terms(self, query)
     with self._lock:
         if doc_id not in self._slot: return 0.0
         rows, scores = _scores(self, terms)
@@ -282,7 +290,7 @@ def _scores_of(self: LexicalIndex, query: str, doc_ids: Iterable[str]) -> dict[s
     _check_text(query, 'query')
     if isinstance(doc_ids, str): raise LexicalError(f"doc_ids must be a list of ids, not one string: {doc_ids!r:.60}")
     want = [_check_doc_id(d) for d in doc_ids]
-    terms = self.tokenize(query)
+    terms = _query_terms(self, query)
     with self._lock:
         rows, scores = _scores(self, terms)
         if not len(rows): return {}

@@ -271,6 +271,8 @@ def exact(self: _Mirror, keys: list, q: np.ndarray, col):
     rns, sims = np.concatenate([a for a, _ in mats]), np.concatenate([M @ qn for _, M in mats])
     return ((int(rns[j]), float(sims[j])) for j in np.argsort(-sims, kind='stable'))
 
+_TOP = '\U0010ffff'                 # sorts after every id: (until, _TOP) ends an inclusive range
+
 @patch
 def select(self: _Mirror, pred: ReadClause, ok, order_by='created_at', descending=True, limit=None) -> list:
     "Row numbers of the groups `pred` allows that pass `ok`, in `order_by` order, at most `limit`."
@@ -278,6 +280,10 @@ def select(self: _Mirror, pred: ReadClause, ok, order_by='created_at', descendin
     if order_by is None: seq = (k for g in groups for k in g.by_time)
     else:
         lists = [g.by_time if order_by == 'created_at' else g.by_imp for g in groups]
+        if order_by == 'created_at' and (pred.since is not None or pred.until is not None):   # a time range: bisect, not walk
+            lo = (-math.inf,) if pred.since is None else (pred.since,)
+            hi = (math.inf,) if pred.until is None else (pred.until, _TOP)
+            lists = [l[bisect.bisect_left(l, lo):bisect.bisect_right(l, hi)] for l in lists]
         seq = heapq.merge(*map(reversed, lists), reverse=True) if descending else heapq.merge(*lists)
     out = []
     for key in seq:

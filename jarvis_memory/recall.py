@@ -14,7 +14,7 @@ import numpy as np
 
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
 from .settings import Settings
-from .timeexpr import TimeRange, time_ranges
+from .timeexpr import TimeRange, TimeExprError, time_ranges
 from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
@@ -67,12 +67,13 @@ def query_vector(store: MemoryStore, query: str):
 def _timely(item: MemoryItem, ranges) -> bool: return any(item.created_at in r for r in ranges)
 
 def _in_ranges(store: MemoryStore, scope: MemoryScope, ranges, n: int, qv) -> list[MemoryItem]:
-    "The temporal leg: items said within any of `ranges`, nearest to the query first (newest first without vectors)."
+    "The temporal leg: items said within any of `ranges` — all of them when a range holds few, else the `n` nearest (newest without vectors)."
     out = {}
     for r in ranges:
         flt = replace(RECALL_FILTER, since=r.start, until=r.end)
-        got = ([it for it, _ in store.search(scope, embedding=qv, k=n, filter=flt)] if qv is not None
-               else store.list(scope, filter=flt, order_by='created_at', limit=n))
+        got = store.list(scope, filter=flt, order_by='created_at', limit=2 * n + 1)     # a day or a week: every item in it
+        if len(got) > 2 * n and qv is not None:                                           # a year: the nearest in it
+            got = [it for it, _ in store.search(scope, embedding=qv, k=n, filter=flt)]
         out.update((it.id, it) for it in got if it.created_at in r)       # `until` is inclusive, a range's end is not
     return list(out.values())
 
@@ -309,6 +310,11 @@ class Collected:
         return arrange(self.candidates, now, settings, sources=self.sources, core=self.core, window_ids=self.window_ids,
                        k=k, budget=budget, query=self.query, terms=self.terms)
 
+def _ranges(query: str, now) -> list[TimeRange]:
+    "The query's time ranges at `now`; none when the calendar cannot place `now` (the store accepts up to year 9999, dates end there)."
+    try: return time_ranges(query, _check_now(now))
+    except TimeExprError: return []
+
 def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
             terms: Iterable[str] | None = None, query_embedding=None, window_ids: Iterable[str] = (),
             core: Iterable[MemoryItem] | None = None, sources: bool | None = None, now: float | None = None) -> Collected:
@@ -327,7 +333,7 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     if query.strip():
         qv = query_embedding if query_embedding is not None else query_vector(store, query)
         pool = settings.pool_size + len(window_ids) + len(core)
-        ranges = time_ranges(query, _check_now(now)) if now is not None and settings.fusion != 'none' else []
+        ranges = _ranges(query, now) if now is not None and settings.fusion != 'none' else []
         for sc in scopes:
             found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges)
             cands += found

@@ -43,8 +43,14 @@ class MemoryUnavailable(RuntimeError):
 _MAX_ID, _MAX_AGENT = 256, 64
 ID_PUNCTUATION, AGENT_PUNCTUATION = '_-.:@+/=#~ ', '_-.@+'
 
+_ASCII_OK = {}                                  # punct -> compiled fullmatch of an all-ASCII value in the alphabet
+
 def _bad_char(value: str, punct: str):
     "The first character of `value` outside the alphabet (letters, digits, marks of any script, and `punct`), or None."
+    if value.isascii():                         # the common case, in one regex call (ids are checked on every read)
+        ok = _ASCII_OK.get(punct)
+        if ok is None: ok = _ASCII_OK[punct] = re.compile('[A-Za-z0-9' + re.escape(punct) + ']*').fullmatch
+        if ok(value): return None
     for i, c in enumerate(value):
         if c in punct: continue
         if c.isascii() and not c.isalnum(): return i, c
@@ -65,7 +71,7 @@ def check_id(value, what: str = "id") -> str:
     if bad:
         raise ScopeError(f"{what} {value!r} has character {bad[1]!r} at position {bad[0]}; ids are letters, digits "
                          f"and {ID_PUNCTUATION.strip()!r} or spaces (no control, format or surrogate characters)")
-    if unicodedata.normalize('NFC', value) != value:
+    if not value.isascii() and not unicodedata.is_normalized('NFC', value):
         raise ScopeError(f"{what} {value!r} is not in Unicode NFC; normalise it first so one id has one spelling")
     return value
 
