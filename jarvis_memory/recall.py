@@ -83,7 +83,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     n = settings.pool_size if pool is None else pool
     legs = settings.fusion != 'none'
     ranges = list(ranges) if legs else []
-    kw = store.keyword(scope, case_variants(terms), filter=RECALL_FILTER, limit=n * 4) if terms else []
+    kw = store.keyword(scope, case_variants(terms), filter=RECALL_FILTER, limit=n * 4) if terms and not legs else []   # BM25 replaces it
     vec, qv = [], (query_embedding if query_embedding is not None else query_vector(store, query))
     if qv is not None:
         vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.min_cosine, filter=RECALL_FILTER)
