@@ -17,7 +17,7 @@ from .window import check_history, split_turns
 from .language import clean_text, conversation_language, text_language, language_instruction
 from .llm import LLM, LLMError
 from .service import MemoryService, user_model_dir, user_model_files
-from .patterns import format_patterns, draft_name, draft_id
+from .patterns import format_patterns, draft_name, draft_id, legacy_draft_id
 from .render import neutralise_headers
 
 # %% auto #0
@@ -196,7 +196,7 @@ def _patterns(ctx) -> CommandResult:
     sub, _, name = ctx.arg.partition(' ')
     if sub.lower() != 'forget' or not name.strip(): return _usage(ctx, '/patterns')
     name = name.strip()
-    s.store.delete(ctx.scope, [draft_id(ctx.scope, name)])          # its draft too: approving it must not bring it back
+    s.store.delete(ctx.scope, [draft_id(ctx.scope, name), legacy_draft_id(ctx.scope, name)])   # its draft too: approving it must not bring it back
     if s.forget_pattern(ctx.scope, name): return CommandResult(True, ctx.t(f"작업 패턴 '{name}'을(를) 지웠습니다.", f"Deleted task pattern '{name}'."))
     return CommandResult(False, ctx.t(f"이 에이전트({ctx.scope.agent_id})가 저장한 작업 패턴 '{name}'이(가) 없습니다.",
                                       f"Agent {ctx.scope.agent_id!r} has no task pattern named '{name}'."))
