@@ -16,7 +16,7 @@ from .store import Filter
 from .window import check_history, split_turns
 from .language import clean_text, conversation_language, text_language, language_instruction
 from .llm import LLM, LLMError
-from .service import MemoryService, user_model_dir, user_model_files
+from .service import MemoryService, user_model_dir, user_model_files, _write_json
 from .patterns import format_patterns, draft_name, draft_id, legacy_draft_id
 from .render import neutralise_headers
 
@@ -285,12 +285,6 @@ def _memory_lines(items) -> str:
     day = lambda t: _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime('%Y-%m-%d')
     cut = lambda s: ' '.join(s.split())[:MEMORY_PROMPT_CHARS]
     return '\n'.join(f"- ({day(it.created_at)}) {cut(it.content)}" for it in items)
-
-def _write_json(path: Path, obj: dict):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f'.tmp{os.getpid()}')
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding='utf-8')
-    os.replace(tmp, path)
 
 @_command('usermodel')
 def _usermodel(ctx) -> CommandResult:
