@@ -14,6 +14,7 @@ from .scope import ItemError, MemoryScope, MemoryItem, natural_id, owned_id, Sco
 from .store import Filter
 from .language import clean_text, text_language
 from .core import MemoryCore, register_id_move
+from .render import neutralise_headers
 
 class Patterns(MemoryCore):
     "The task-pattern methods of `MemoryService` (S-9): the tool, the `[작업 패턴]` block, `/patterns`, drafts."
@@ -197,7 +198,8 @@ def pattern_block(self: Patterns, scope: MemoryScope, text: str, *, k: int = 2) 
                     key=lambda p: (-p[0], p[1].agent_id != scope.agent_id, -p[1].created_at, p[1].id))
     items = [it for _, it in scored[:k]]
     if not items: return '', []
-    return '\n\n'.join([PATTERN_HEADER + '\n' + items[0].content, *(it.content for it in items[1:])]), items
+    body = [neutralise_headers(it.content) for it in items]       # stored text never opens a block (finding 6)
+    return '\n\n'.join([PATTERN_HEADER + '\n' + body[0], *body[1:]]), items
 
 # %% ../nbs/18_patterns.ipynb #86605470
 def _pattern_sort(scope):
