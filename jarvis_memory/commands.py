@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/commands.html.md"""
 
 # %% ../nbs/21_commands.ipynb #febc3b40
 from __future__ import annotations
-import datetime as _dt, hashlib, json, os, re
+import datetime as _dt, hashlib, json, os, re, secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,8 @@ from .render import neutralise_headers
 __all__ = ['USAGE', 'COMMANDS', 'COMPACT_MAX_CHARS', 'COMPACT_MAX_SUMMARY', 'COMPACT_MAX_TOKENS', 'USER_MODEL_MEMORIES',
            'USER_MODEL_MAX_TRAITS', 'MEMORY_PROMPT_CHARS', 'USER_MODEL_SCHEMA', 'JOURNAL_THOUGHTS', 'JOURNAL_SCHEMA',
            'CommandResult', 'usage_text', 'parse_command', 'is_command', 'run_command', 'transcript',
-           'compact_messages', 'user_model_path', 'load_user_model', 'user_model_text']
+           'compact_messages', 'user_model_path', 'memory_fingerprint', 'sources_current', 'load_user_model',
+           'user_model_text']
 
 # %% ../nbs/21_commands.ipynb #4c6c767b
 @dataclass
@@ -264,15 +265,25 @@ def _read_model(p: Path) -> dict:
         raise ItemError(f"user model file {p} lacks summary or memory_ids")
     return m
 
+def memory_fingerprint(item) -> str:
+    "16 hex digits of SHA-256 of a memory's content: a user model keeps one per source, to know it is still the same memory."
+    return hashlib.sha256(item.content.encode('utf-8')).hexdigest()[:16]
+
+def sources_current(store, scope: MemoryScope, model: dict) -> bool:
+    "Whether every memory `model` was built from is still stored, with the same content, and `scope` may read it now."
+    ids, shas = model.get('memory_ids'), model.get('memory_sha')
+    if not isinstance(ids, list) or not ids or not isinstance(shas, list) or len(shas) != len(ids): return False
+    if not all(isinstance(i, str) for i in ids): return False
+    try: now = {it.id: memory_fingerprint(it) for it in store.get(scope, ids)}
+    except MemoryInputError: return False                       # an id that is not an id: a damaged file
+    return all(now.get(i) == h for i, h in zip(ids, shas))
+
 def load_user_model(store, scope: MemoryScope) -> dict | None:
-    "The newest user model of `scope`'s user whose every source memory `scope` may read now (its own first on a tie); None if none."
+    "The newest user model of `scope`'s user whose every source memory is unchanged and `scope` may read it now (own first on a tie)."
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
     models = [_read_model(p) for p in user_model_files(store.settings, scope.user_id)]
     models.sort(key=lambda m: (float(m.get('built_at') or 0), m.get('agent_id') == scope.agent_id), reverse=True)
-    for m in models:
-        ids = [i for i in m['memory_ids'] if isinstance(i, str)]
-        if ids and len(store.get(scope, ids)) == len(set(ids)): return m
-    return None
+    return next((m for m in models if sources_current(store, scope, m)), None)
 
 def user_model_text(model: dict | None) -> str:
     "The user model as prompt text (for `{{user_model}}`): the summary and the traits; '' when there is none."
@@ -285,6 +296,12 @@ def _memory_lines(items) -> str:
     day = lambda t: _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime('%Y-%m-%d')
     cut = lambda s: ' '.join(s.split())[:MEMORY_PROMPT_CHARS]
     return '\n'.join(f"- ({day(it.created_at)}) {cut(it.content)}" for it in items)
+
+def _drop_own_model(path: Path, build: str):
+    "Delete the model file at `path` if it is still the one build `build` wrote (another build may have replaced it)."
+    try:
+        if json.loads(path.read_text(encoding='utf-8')).get('build') == build: path.unlink(missing_ok=True)
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError): pass
 
 @_command('usermodel')
 def _usermodel(ctx) -> CommandResult:
@@ -308,9 +325,14 @@ def _usermodel(ctx) -> CommandResult:
     traits = list(dict.fromkeys(t for t in (' '.join(clean_text(x).split()) for x in out['traits']) if t))
     if not summary: return CommandResult(False, ctx.t("/usermodel: 모델이 빈 요약을 돌려주었습니다.", "/usermodel: the model returned an empty summary."))
     model = {'user_id': sc.user_id, 'agent_id': sc.agent_id, 'built_at': ctx.now, 'language': lang,
-             'model': getattr(llm, 'model', None), 'summary': summary, 'traits': traits, 'memory_ids': [it.id for it in items]}
+             'model': getattr(llm, 'model', None), 'summary': summary, 'traits': traits, 'memory_ids': [it.id for it in items],
+             'memory_sha': [memory_fingerprint(it) for it in items], 'build': secrets.token_hex(8)}
     path = user_model_path(s.settings, sc.user_id, sc.agent_id)
     _write_json(path, model)
+    if not sources_current(s.store, sc, model):          # a forget ran while the model was built: it may hold forgotten text
+        _drop_own_model(path, model['build'])
+        return CommandResult(False, ctx.t("사용자 모델을 만드는 동안 기억이 바뀌어(잊기 등) 버렸습니다: 다시 만드세요.",
+                                          "The memories changed while the user model was built (a forget?); it was discarded: build it again."))
     head = ctx.t(f"기억 {len(items)}건으로 사용자 모델을 만들었습니다 ({path}):", f"Built the user model from {len(items)} memories ({path}):")
     return CommandResult(True, f"{head}\n{user_model_text(model)}", items)
 

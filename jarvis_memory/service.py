@@ -242,7 +242,7 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
         new = replace(it, content=body.strip() or it.content.split('\n')[0], metadata=meta, embedding=None)
         self.store.put([new])
         res.derived.append((new, 'rewritten'))
-    dead = ids | {it.id for it in kill}
+    dead = ids | {it.id for it in kill} | {it.id for it in rewrite}     # a rewritten fact's old text is in what was built from it
     for p in user_model_files(self.settings, scope.user_id) + [_legacy_user_model(self.settings, scope.user_id)]:
         if not p.exists(): continue
         try: used = set(json.loads(p.read_text(encoding='utf-8')).get('memory_ids') or [])
