@@ -375,4 +375,8 @@ def _journal(ctx) -> CommandResult:
     meta = {'thoughts': len(thoughts), 'newest_thought': thoughts[0].id, 'thought_ids': [t.id for t in thoughts], 'language': lang}
     if sessions: meta['sessions'] = sessions                 # provenance: forgetting one of them forgets this entry
     it = s.write(sc, 'journal', text, id=owned_id(sc.agent_id, 'journal', sc.user_id, thoughts[0].id), metadata=meta, at=ctx.now)
+    if len(s.store.get(sc, meta['thought_ids'])) < len(thoughts):     # a thought was forgotten while it was written
+        s.store.delete(sc, [it.id])
+        return CommandResult(False, ctx.t("저널을 쓰는 동안 사고 기록이 지워져(잊기) 버렸습니다: 다시 쓰세요.",
+                                          "Thoughts were forgotten while the journal was written; it was discarded: write it again."))
     return CommandResult(True, ctx.t(f"저널을 썼습니다:\n{text}", f"Journal written:\n{text}"), [it])
