@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/commands.html.md"""
 
 # %% ../nbs/21_commands.ipynb #febc3b40
 from __future__ import annotations
-import datetime as _dt, hashlib, json, os, re
+import datetime as _dt, hashlib, json, os, re, secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,15 +16,16 @@ from .store import Filter
 from .window import check_history, split_turns
 from .language import clean_text, conversation_language, text_language, language_instruction
 from .llm import LLM, LLMError
-from .service import MemoryService, user_model_dir, user_model_files
-from .patterns import format_patterns, draft_name, draft_id
+from .service import MemoryService, user_model_dir, user_model_files, _write_json
+from .patterns import format_patterns, draft_name, draft_id, legacy_draft_id
 from .render import neutralise_headers
 
 # %% auto #0
 __all__ = ['USAGE', 'COMMANDS', 'COMPACT_MAX_CHARS', 'COMPACT_MAX_SUMMARY', 'COMPACT_MAX_TOKENS', 'USER_MODEL_MEMORIES',
            'USER_MODEL_MAX_TRAITS', 'MEMORY_PROMPT_CHARS', 'USER_MODEL_SCHEMA', 'JOURNAL_THOUGHTS', 'JOURNAL_SCHEMA',
            'CommandResult', 'usage_text', 'parse_command', 'is_command', 'run_command', 'transcript',
-           'compact_messages', 'user_model_path', 'load_user_model', 'user_model_text']
+           'compact_messages', 'user_model_path', 'memory_fingerprint', 'sources_current', 'load_user_model',
+           'user_model_text']
 
 # %% ../nbs/21_commands.ipynb #4c6c767b
 @dataclass
@@ -196,7 +197,7 @@ def _patterns(ctx) -> CommandResult:
     sub, _, name = ctx.arg.partition(' ')
     if sub.lower() != 'forget' or not name.strip(): return _usage(ctx, '/patterns')
     name = name.strip()
-    s.store.delete(ctx.scope, [draft_id(ctx.scope, name)])          # its draft too: approving it must not bring it back
+    s.store.delete(ctx.scope, [draft_id(ctx.scope, name), legacy_draft_id(ctx.scope, name)])   # its draft too: approving it must not bring it back
     if s.forget_pattern(ctx.scope, name): return CommandResult(True, ctx.t(f"작업 패턴 '{name}'을(를) 지웠습니다.", f"Deleted task pattern '{name}'."))
     return CommandResult(False, ctx.t(f"이 에이전트({ctx.scope.agent_id})가 저장한 작업 패턴 '{name}'이(가) 없습니다.",
                                       f"Agent {ctx.scope.agent_id!r} has no task pattern named '{name}'."))
@@ -264,15 +265,25 @@ def _read_model(p: Path) -> dict:
         raise ItemError(f"user model file {p} lacks summary or memory_ids")
     return m
 
+def memory_fingerprint(item) -> str:
+    "16 hex digits of SHA-256 of a memory's content: a user model keeps one per source, to know it is still the same memory."
+    return hashlib.sha256(item.content.encode('utf-8')).hexdigest()[:16]
+
+def sources_current(store, scope: MemoryScope, model: dict) -> bool:
+    "Whether every memory `model` was built from is still stored, with the same content, and `scope` may read it now."
+    ids, shas = model.get('memory_ids'), model.get('memory_sha')
+    if not isinstance(ids, list) or not ids or not isinstance(shas, list) or len(shas) != len(ids): return False
+    if not all(isinstance(i, str) for i in ids): return False
+    try: now = {it.id: memory_fingerprint(it) for it in store.get(scope, ids)}
+    except MemoryInputError: return False                       # an id that is not an id: a damaged file
+    return all(now.get(i) == h for i, h in zip(ids, shas))
+
 def load_user_model(store, scope: MemoryScope) -> dict | None:
-    "The newest user model of `scope`'s user whose every source memory `scope` may read now (its own first on a tie); None if none."
+    "The newest user model of `scope`'s user whose every source memory is unchanged and `scope` may read it now (own first on a tie)."
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
     models = [_read_model(p) for p in user_model_files(store.settings, scope.user_id)]
     models.sort(key=lambda m: (float(m.get('built_at') or 0), m.get('agent_id') == scope.agent_id), reverse=True)
-    for m in models:
-        ids = [i for i in m['memory_ids'] if isinstance(i, str)]
-        if ids and len(store.get(scope, ids)) == len(set(ids)): return m
-    return None
+    return next((m for m in models if sources_current(store, scope, m)), None)
 
 def user_model_text(model: dict | None) -> str:
     "The user model as prompt text (for `{{user_model}}`): the summary and the traits; '' when there is none."
@@ -286,11 +297,11 @@ def _memory_lines(items) -> str:
     cut = lambda s: ' '.join(s.split())[:MEMORY_PROMPT_CHARS]
     return '\n'.join(f"- ({day(it.created_at)}) {cut(it.content)}" for it in items)
 
-def _write_json(path: Path, obj: dict):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f'.tmp{os.getpid()}')
-    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding='utf-8')
-    os.replace(tmp, path)
+def _drop_own_model(path: Path, build: str):
+    "Delete the model file at `path` if it is still the one build `build` wrote (another build may have replaced it)."
+    try:
+        if json.loads(path.read_text(encoding='utf-8')).get('build') == build: path.unlink(missing_ok=True)
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError): pass
 
 @_command('usermodel')
 def _usermodel(ctx) -> CommandResult:
@@ -314,9 +325,14 @@ def _usermodel(ctx) -> CommandResult:
     traits = list(dict.fromkeys(t for t in (' '.join(clean_text(x).split()) for x in out['traits']) if t))
     if not summary: return CommandResult(False, ctx.t("/usermodel: 모델이 빈 요약을 돌려주었습니다.", "/usermodel: the model returned an empty summary."))
     model = {'user_id': sc.user_id, 'agent_id': sc.agent_id, 'built_at': ctx.now, 'language': lang,
-             'model': getattr(llm, 'model', None), 'summary': summary, 'traits': traits, 'memory_ids': [it.id for it in items]}
+             'model': getattr(llm, 'model', None), 'summary': summary, 'traits': traits, 'memory_ids': [it.id for it in items],
+             'memory_sha': [memory_fingerprint(it) for it in items], 'build': secrets.token_hex(8)}
     path = user_model_path(s.settings, sc.user_id, sc.agent_id)
     _write_json(path, model)
+    if not sources_current(s.store, sc, model):          # a forget ran while the model was built: it may hold forgotten text
+        _drop_own_model(path, model['build'])
+        return CommandResult(False, ctx.t("사용자 모델을 만드는 동안 기억이 바뀌어(잊기 등) 버렸습니다: 다시 만드세요.",
+                                          "The memories changed while the user model was built (a forget?); it was discarded: build it again."))
     head = ctx.t(f"기억 {len(items)}건으로 사용자 모델을 만들었습니다 ({path}):", f"Built the user model from {len(items)} memories ({path}):")
     return CommandResult(True, f"{head}\n{user_model_text(model)}", items)
 
@@ -359,4 +375,8 @@ def _journal(ctx) -> CommandResult:
     meta = {'thoughts': len(thoughts), 'newest_thought': thoughts[0].id, 'thought_ids': [t.id for t in thoughts], 'language': lang}
     if sessions: meta['sessions'] = sessions                 # provenance: forgetting one of them forgets this entry
     it = s.write(sc, 'journal', text, id=owned_id(sc.agent_id, 'journal', sc.user_id, thoughts[0].id), metadata=meta, at=ctx.now)
+    if len(s.store.get(sc, meta['thought_ids'])) < len(thoughts):     # a thought was forgotten while it was written
+        s.store.delete(sc, [it.id])
+        return CommandResult(False, ctx.t("저널을 쓰는 동안 사고 기록이 지워져(잊기) 버렸습니다: 다시 쓰세요.",
+                                          "Thoughts were forgotten while the journal was written; it was discarded: write it again."))
     return CommandResult(True, ctx.t(f"저널을 썼습니다:\n{text}", f"Journal written:\n{text}"), [it])

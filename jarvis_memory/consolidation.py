@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from fastcore.basics import patch
 
-from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, natural_id
+from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, natural_id, owned_id
 from .settings import Settings
 from .store import Filter
 from .embeddings import EmbeddingError, EmbeddingUnavailable
 from .episodes import turn_text
 from .language import query_terms, contains_term, term_share, conversation_language, text_language
 from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured
-from .core import MemoryCore, fact_topic
+from .core import MemoryCore, fact_topic, register_id_move
 from .grounding import (Reason, grounded, canonical_key, evidenced_key, fact_kind, fact_importance, qualified_value,
                                      supersedes, load_facts, score_extraction, fact_matches)
 
@@ -32,7 +32,8 @@ __all__ = ['EXTRACTION_PROMPT', 'EXTRACTION_EXAMPLES', 'EXTRACTION_LANG_RULE', '
            'PROCEDURE_SOURCE', 'PROCEDURE_STATUSES', 'Consolidation', 'ConsolidationError', 'extraction_messages',
            'close_cut_json', 'salvage_facts', 'check_facts', 'word_overlap', 'best_by_words', 'nearest_by_vector',
            'example_texts', 'grounding_value', 'ground_fact', 'shape_fact', 'GroupReport', 'ConsolidationReport',
-           'extracted_id', 'procedure_name', 'procedure_text', 'IdleConsolidator', 'FactsMeasure', 'measure_facts']
+           'extracted_id', 'procedure_name', 'procedure_id', 'legacy_procedure_id', 'procedure_text',
+           'IdleConsolidator', 'FactsMeasure', 'measure_facts']
 
 # %% ../nbs/16_consolidation.ipynb #881f5a7f
 class Consolidation(MemoryCore):
@@ -315,8 +316,15 @@ def _id_part(s: str) -> str:
     return 'sha256-' + hashlib.sha256(s.encode()).hexdigest()
 
 def extracted_id(scope: MemoryScope, from_episode: str, key: str, value: str) -> str:
-    "Natural id of an extracted fact: (user, agent, source episode, key, value)."
-    return natural_id('extracted', scope.user_id, scope.agent_id, from_episode, _id_part(key), _id_part(value))
+    "Natural id of an extracted fact: (user, agent, source episode, key, value), owned by the agent (issue 14, finding 4)."
+    return owned_id(scope.agent_id, 'extracted', scope.user_id, from_episode, _id_part(key), _id_part(value))
+
+def _extracted_move(o: MemoryItem, moved: dict) -> str | None:
+    "The owned id of an old store's extracted fact: the id a fresh consolidation of its (moved) source turn gives it."
+    fe, (key, sep, value) = o.metadata.get('from_episode'), o.content.partition(': ')
+    return extracted_id(o.scope, moved.get(fe, fe), key, value) if isinstance(fe, str) and sep else None
+
+register_id_move('extracted', 'extracted', _extracted_move)
 
 @patch
 def _write_extracted(self: Consolidation, scope: MemoryScope, fact: dict, meta: dict, at: float) -> tuple[MemoryItem, bool]:
@@ -473,6 +481,17 @@ PROCEDURE_STATUSES = ('draft', 'approved')
 
 def procedure_name(task_type: str) -> str: return f'procedure-{task_type}'
 
+def procedure_id(scope: MemoryScope, task_type: str) -> str:
+    "Id of the agent's procedure draft for `task_type`: the natural key (user, agent, task type), owned by the agent (finding 4)."
+    return owned_id(scope.agent_id, PROCEDURE_SOURCE, scope.user_id, task_type)
+
+def legacy_procedure_id(scope: MemoryScope, task_type: str) -> str:
+    "The id the draft had before issue 14 (untagged): looked at and migrated, never written."
+    return natural_id(PROCEDURE_SOURCE, scope.user_id, scope.agent_id, task_type)
+
+register_id_move(PROCEDURE_SOURCE, PROCEDURE_SOURCE,
+                 lambda o, moved: procedure_id(o.scope, o.metadata['task_type']) if isinstance(o.metadata.get('task_type'), str) else None)
+
 def procedure_text(task_type: str, turns: list[MemoryItem]) -> str:
     "The content of a procedure distilled from successful `turns` of `task_type` (S-7.6), without an LLM."
     utts = [_one_line(turn_text(t)[0]) for t in turns]
@@ -494,8 +513,9 @@ def distill_procedures(self: Consolidation, scope: MemoryScope, task_types=None)
     if task_types is None: task_types = {t.metadata.get('task_type') for t in self.store.list(scope, filter=base, order_by=None)}
     made = []
     for tt in sorted(t for t in task_types if isinstance(t, str) and t and t != 'chat'):
-        pid = natural_id(PROCEDURE_SOURCE, scope.user_id, scope.agent_id, tt)
-        if self.store.get(pscope, [pid]): continue                       # written once; approval is kept
+        pid = procedure_id(scope, tt)
+        if any(o.agent_id == scope.agent_id for o in self.store.get(pscope, [pid, legacy_procedure_id(scope, tt)])):
+            continue                                                     # written once (also under its old id); approval is kept
         turns = [t for t in self.store.list(scope, filter=Filter(sources=('turn',), agent_ids=(scope.agent_id,),
                                                                  metadata={'outcome': 'success', 'task_type': tt}))
                  if not t.metadata.get('no_consolidate')]                   # newest first

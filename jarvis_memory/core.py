@@ -6,20 +6,23 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/core.html.md"""
 
 # %% ../nbs/14_core.ipynb #73305ab8
 from __future__ import annotations
-import re, time
+import logging, re, time
 
 from dataclasses import replace
 from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id,
-                                 check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag)
+                                 check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag, natural_prefix)
 from .settings import Settings
 from .store import MemoryStore, Filter, open_store
 from .window import HistoryError, split_turns, WorkingMemories
 from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id
 from .language import points_back, clean_text
 
+_log = logging.getLogger(__name__)
+
 # %% auto #0
-__all__ = ['MemoryCore', 'session_scope', 'record_turn', 'record', 'fact_topic', 'settle_topic', 'write_fact',
-           'previous_exchange', 'remember', 'write', 'set_housing_profile', 'flush_rehearsals', 'migrate_ids']
+__all__ = ['ID_MOVES', 'ID_REFS', 'ID_REF_LISTS', 'MemoryCore', 'session_scope', 'record_turn', 'record', 'fact_topic',
+           'settle_topic', 'write_fact', 'previous_exchange', 'remember', 'write', 'set_housing_profile',
+           'flush_rehearsals', 'register_id_move', 'moved_refs', 'id_moves', 'migrate_ids']
 
 # %% ../nbs/14_core.ipynb #c08358c7
 class MemoryCore:
@@ -178,21 +181,76 @@ def flush_rehearsals(self: MemoryCore, scope: MemoryScope) -> int:
 MemoryCore.flush_rehearsals = flush_rehearsals
 
 # %% ../nbs/14_core.ipynb #3b8f5d21
-def migrate_ids(self: MemoryCore, scope: MemoryScope, *, batch: int = 500) -> int:
-    "Move `scope`'s agent's turn episodes and pieces written with pre-issue-14 ids to their owned ids; returns how many moved."
+ID_MOVES: dict = {}          # source -> {old id prefix: new_id(item, moved) -> owned id or None}, in registration order
+ID_REFS = ('from_episode', 'superseded_by', 'from_draft', 'newest_thought')          # metadata keys holding one id
+ID_REF_LISTS = ('from_episodes', 'interference', 'thought_ids', 'memory_ids')       # ... and a list of ids
+
+def register_id_move(source: str, prefix: str, new_id):
+    "Let `migrate_ids` move `source` rows with old ids `<prefix>-<32 hex>`: `new_id(item, moved)` gives the owned id (or None to leave it)."
+    source_layer(source)
+    if not callable(new_id): raise MemoryInputError(f"new_id must be callable, got {new_id!r}")
+    ID_MOVES.setdefault(source, {})[prefix] = new_id
+
+def _turn_move(o: MemoryItem, moved: dict) -> str | None:
+    n = o.metadata.get('turn')
+    if not o.session_id or isinstance(n, bool) or not isinstance(n, int): return None
+    return turn_id(o.scope, n) if o.source == 'turn' else piece_id(o.scope, n, int(o.metadata.get('piece', 1)))
+
+register_id_move('turn', 'turn', _turn_move)
+register_id_move('turn_part', 'turn_part', _turn_move)
+
+def moved_refs(meta: dict, moved: dict) -> dict:
+    "The metadata keys of `meta` that point at ids in `moved` (old -> new), with the new ids; {} when none does."
+    patch = {}
+    for k in ID_REFS:
+        v = meta.get(k)
+        if isinstance(v, str) and v in moved: patch[k] = moved[v]
+    for k in ID_REF_LISTS:
+        v = meta.get(k)
+        if isinstance(v, (list, tuple)) and any(isinstance(x, str) and x in moved for x in v):
+            patch[k] = [moved.get(x, x) if isinstance(x, str) else x for x in v]
+    return patch
+
+def id_moves(self: MemoryCore, scope: MemoryScope) -> dict:
+    "Old id -> owned id of `scope`'s agent's rows that still have pre-issue-14 natural ids: what `migrate_ids` moves."
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
-    flt = Filter(sources=('turn', 'turn_part'), agent_ids=(scope.agent_id,), include_superseded=True)
-    olds = [it for it in self.store.list(scope, filter=flt, order_by=None)
-            if id_owner_tag(it.id) is None and it.session_id and isinstance(it.metadata.get('turn'), int)]
-    moved = 0
-    for s in range(0, len(olds), batch):
-        part = self.store.get(scope, [o.id for o in olds[s:s+batch]], include_embeddings=True)
-        new = []
-        for o in part:
-            sc, n = MemoryScope(o.user_id, o.agent_id, o.session_id), o.metadata['turn']
-            new.append(replace(o, id=turn_id(sc, n) if o.source == 'turn' else piece_id(sc, n, int(o.metadata.get('piece', 1)))))
-        self.store.put(new)                              # the new rows first: a crash in between leaves a copy, not a loss
-        moved += self.store.delete(scope, [o.id for o in part])
+    if not ID_MOVES: return {}
+    flt = Filter(sources=tuple(ID_MOVES), agent_ids=(scope.agent_id,), include_superseded=True)
+    rows = [it for it in self.store.list(scope, filter=flt, order_by=None) if natural_prefix(it.id)]
+    moved = {}
+    for source, moves in ID_MOVES.items():              # registration order: turns before the facts that cite them
+        for it in rows:
+            fn = moves.get(natural_prefix(it.id)) if it.source == source else None
+            try: new = fn(it, moved) if fn else None
+            except MemoryInputError as e:
+                _log.warning("migrate_ids leaves %s under its old id: %s", it.id, e); new = None
+            if new and new != it.id: moved[it.id] = new
     return moved
 
-MemoryCore.migrate_ids = migrate_ids
+def _rewrite_refs(self: MemoryCore, scope: MemoryScope, moved: dict) -> int:
+    "Point every row `scope` may change at the new ids; returns how many rows changed."
+    n = 0
+    for it in self.store.list(scope, filter=Filter(include_superseded=True), order_by=None):
+        if it.id in moved: continue
+        patch = moved_refs(it.metadata, moved)
+        if patch: n += self.store.update_metadata(scope, [it.id], patch)
+    return n
+
+def migrate_ids(self: MemoryCore, scope: MemoryScope, *, batch: int = 500) -> int:
+    "Move `scope`'s agent's rows written with pre-issue-14 natural ids to their owned ids, references too; returns how many moved."
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1: raise MemoryInputError(f"batch must be an int >= 1, got {batch!r}")
+    moved = self.id_moves(scope)
+    if not moved: return 0
+    olds = list(moved)
+    for s in range(0, len(olds), batch):                 # 1. the new rows (a crash after this leaves copies, not a loss)
+        part = self.store.get(scope, olds[s:s+batch], include_embeddings=True)
+        taken = {it.id for it in self.store.get(scope, [moved[o.id] for o in part])}
+        new = [replace(o, id=moved[o.id], metadata={**o.metadata, **moved_refs(o.metadata, moved)})
+               for o in part if moved[o.id] not in taken]
+        if new: self.store.put(new)
+    self._rewrite_refs(scope, moved)                     # 2. what points at them
+    n = 0
+    for s in range(0, len(olds), batch): n += self.store.delete(scope, olds[s:s+batch])    # 3. the old rows last
+    return n
+
+MemoryCore.id_moves, MemoryCore._rewrite_refs, MemoryCore.migrate_ids = id_moves, _rewrite_refs, migrate_ids

@@ -10,17 +10,19 @@ import json
 
 from fastcore.basics import patch
 
-from .scope import ItemError, MemoryScope, MemoryItem, natural_id, ScopeError
+from .scope import ItemError, MemoryScope, MemoryItem, natural_id, owned_id, ScopeError
 from .store import Filter
 from .language import clean_text, text_language
-from .core import MemoryCore
+from .core import MemoryCore, register_id_move
+from .render import neutralise_headers
 
 class Patterns(MemoryCore):
     "The task-pattern methods of `MemoryService` (S-9): the tool, the `[작업 패턴]` block, `/patterns`, drafts."
 
 # %% auto #0
 __all__ = ['TOOL_NAME', 'REMEMBER_TASK_PATTERN_TOOL', 'PATTERN_HEADER', 'Patterns', 'PatternError', 'name_key', 'check_pattern',
-           'pattern_content', 'pattern_id', 'keyword_hits', 'format_patterns', 'draft_id', 'draft_name']
+           'pattern_content', 'pattern_id', 'legacy_pattern_id', 'keyword_hits', 'format_patterns', 'draft_id',
+           'legacy_draft_id', 'draft_name']
 
 # %% ../nbs/18_patterns.ipynb #add22018
 TOOL_NAME = 'remember_task_pattern'
@@ -95,7 +97,11 @@ def pattern_content(name: str, when: str, steps: list[str], lesson: str | None =
 
 # %% ../nbs/18_patterns.ipynb #61482066
 def pattern_id(scope: MemoryScope, name: str) -> str:
-    "Item id of the agent's pattern `name`: the natural key (user, agent, name key) of S-9.1."
+    "Item id of the agent's pattern `name`: the natural key (user, agent, name key) of S-9.1, owned by the agent (finding 4)."
+    return owned_id(scope.agent_id, 'task_pattern', scope.user_id, name_key(name))
+
+def legacy_pattern_id(scope: MemoryScope, name: str) -> str:
+    "The id the pattern had before issue 14 (untagged, anyone could compute it): read, deleted and migrated, never written."
     return natural_id('task_pattern', scope.user_id, scope.agent_id, name_key(name))
 
 def _check_scope(scope) -> MemoryScope:
@@ -104,12 +110,12 @@ def _check_scope(scope) -> MemoryScope:
 
 @patch
 def _save_pattern(self: Patterns, scope: MemoryScope, name, when, steps, keywords, *, status='approved',
-                  id=None, lesson=None, extra=None, at=None) -> MemoryItem:
+                  id=None, legacy=None, lesson=None, extra=None, at=None) -> MemoryItem:
     scope = _check_scope(scope)
     name, when, steps, keywords = check_pattern(name, when, steps, keywords)
-    id = id or pattern_id(scope, name)
+    id, legacy = id or pattern_id(scope, name), legacy or legacy_pattern_id(scope, name)
     now = self._now(at)
-    old = self.store.get(scope, [id])
+    old = [o for o in self.store.get(scope, [id, legacy]) if o.agent_id == scope.agent_id]    # its own, under either id
     meta = dict(name=name, when=when, steps=steps, keywords=keywords, status=status,
                 revision=(old[0].metadata.get('revision', 1) + 1) if old else 1,
                 first_saved=old[0].metadata.get('first_saved', old[0].created_at) if old else now)
@@ -118,6 +124,7 @@ def _save_pattern(self: Patterns, scope: MemoryScope, name, when, steps, keyword
     it = MemoryItem.new(scope.with_session(None), 'task_pattern', pattern_content(name, when, steps, lesson), id=id,
                         importance=self.settings.explicit_importance, created_at=now, metadata=meta)
     self.store.put([it])
+    if any(o.id == legacy for o in old): self.store.delete(scope, [legacy])   # an old store's row of this pattern: one left
     return it
 
 @patch
@@ -191,7 +198,8 @@ def pattern_block(self: Patterns, scope: MemoryScope, text: str, *, k: int = 2) 
                     key=lambda p: (-p[0], p[1].agent_id != scope.agent_id, -p[1].created_at, p[1].id))
     items = [it for _, it in scored[:k]]
     if not items: return '', []
-    return '\n\n'.join([PATTERN_HEADER + '\n' + items[0].content, *(it.content for it in items[1:])]), items
+    body = [neutralise_headers(it.content) for it in items]       # stored text never opens a block (finding 6)
+    return '\n\n'.join([PATTERN_HEADER + '\n' + body[0], *body[1:]]), items
 
 # %% ../nbs/18_patterns.ipynb #86605470
 def _pattern_sort(scope):
@@ -219,11 +227,15 @@ def format_patterns(items: list[MemoryItem], scope: MemoryScope, lang: str = 'ko
 def forget_pattern(self: Patterns, scope: MemoryScope, name: str) -> bool:
     "Delete the calling agent's own task pattern `name` (`/patterns forget <name>`); False when it has none."
     scope = _check_scope(scope)
-    return self.store.delete(scope, [pattern_id(scope, name)]) > 0
+    return self.store.delete(scope, [pattern_id(scope, name), legacy_pattern_id(scope, name)]) > 0
 
 # %% ../nbs/18_patterns.ipynb #f12e7aa9
 def draft_id(scope: MemoryScope, name: str) -> str:
-    "Item id of the agent's pattern draft `name` (`pattern-...`; never the approved pattern's id)."
+    "Item id of the agent's pattern draft `name` (`pattern.<agent tag>.…`, owned; never the approved pattern's id)."
+    return owned_id(scope.agent_id, 'pattern', scope.user_id, name_key(name))
+
+def legacy_draft_id(scope: MemoryScope, name: str) -> str:
+    "The id the draft had before issue 14 (`pattern-…`): read, deleted and migrated, never written."
     return natural_id('pattern', scope.user_id, scope.agent_id, name_key(name))
 
 @patch
@@ -232,8 +244,9 @@ def draft_pattern_from_failure(self: Patterns, scope: MemoryScope, name: str, wh
     "Store a pattern draft from a failure's lesson (S-9.5): status 'draft', never recalled until approved."
     lesson = _one_line(lesson, 'lesson', _MAX_TEXT)
     name = _one_line(name, 'name', _MAX_NAME)
-    return self._save_pattern(scope, name, when, steps, keywords, status='draft', id=draft_id(_check_scope(scope), name),
-                              lesson=lesson, extra={'draft_name': f'pattern-{name}'}, at=at)
+    scope = _check_scope(scope)
+    return self._save_pattern(scope, name, when, steps, keywords, status='draft', id=draft_id(scope, name),
+                              legacy=legacy_draft_id(scope, name), lesson=lesson, extra={'draft_name': f'pattern-{name}'}, at=at)
 
 def draft_name(item: MemoryItem) -> str:
     "The name `/procedures approve` knows a PDM draft by: `metadata.draft_name`, else `pattern-<name>` / `procedure-<task_type>`."
@@ -271,3 +284,13 @@ def approve_draft(self: Patterns, scope: MemoryScope, name: str, *, at: float | 
         return it
     self.store.update_metadata(scope, [d.id], {'status': 'approved', 'approved_at': now})
     return self.store.get(scope, [d.id])[0]
+
+# %% ../nbs/18_patterns.ipynb #fea97025
+def _pattern_move(new_id):
+    def move(o: MemoryItem, moved: dict) -> str | None:
+        name = o.metadata.get('name')
+        return new_id(o.scope, name) if isinstance(name, str) and name.strip() else None
+    return move
+
+register_id_move('task_pattern', 'task_pattern', _pattern_move(pattern_id))   # approved patterns
+register_id_move('task_pattern', 'pattern', _pattern_move(draft_id))          # drafts

@@ -20,8 +20,8 @@ __all__ = ['ID_PUNCTUATION', 'AGENT_PUNCTUATION', 'LAYERS', 'KINDS', 'LAYER_KIND
            'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError', 'PolicyError', 'MemoryUnavailable',
            'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope', 'source_layer', 'check_layer', 'check_kind',
            'text_ok', 'check_text', 'check_metadata', 'is_superseded', 'check_time', 'agent_tag', 'id_owner_tag',
-           'MemoryItem', 'natural_id', 'owned_id', 'ReadPolicy', 'parse_policy', 'read_policy_file', 'policy_files',
-           'load_policy', 'Team']
+           'MemoryItem', 'natural_id', 'owned_id', 'natural_prefix', 'check_natural_id', 'ReadPolicy', 'parse_policy',
+           'read_policy_file', 'policy_files', 'load_policy', 'Team']
 
 # %% ../nbs/00_scope.ipynb #94b9eac7
 class MemoryInputError(ValueError):
@@ -255,7 +255,7 @@ class MemoryItem:
 
     @classmethod
     def new(cls, scope: MemoryScope, source: str, content: str, *, id: str | None = None, **kw) -> MemoryItem:
-        "An item written under `scope`; the id defaults to a fresh random one (use `natural_id` for natural keys)."
+        "An item written under `scope`; the id defaults to a fresh random one (use `owned_id` for natural keys)."
         if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
         import uuid
         if id is None: id = f"{source}.{agent_tag(scope.agent_id)}.{uuid.uuid4().hex}"
@@ -278,6 +278,20 @@ def owned_id(agent_id: str, prefix: str, *parts) -> str:
     if not isinstance(prefix, str) or not re.match(r'^[a-z][a-z0-9_]{0,63}$', prefix):
         raise ScopeError(f"id prefix must be a lower-case name like 'turn', got {prefix!r}")
     return f"{prefix}.{agent_tag(agent_id)}.{_key_hash(prefix, (agent_id, *parts))}"
+
+_re_natural = re.compile(r'^([a-z][a-z0-9_]{0,63})-[0-9a-f]{32}$')
+
+def natural_prefix(item_id) -> str | None:
+    "The prefix of an untagged `natural_id` (`<prefix>-<32 hex>`), or None for any other id."
+    m = _re_natural.match(item_id) if isinstance(item_id, str) else None
+    return m.group(1) if m else None
+
+def check_natural_id(item: MemoryItem) -> MemoryItem:
+    "Return `item`, or `ItemError` when its id is the `natural_id` of a source other than its own (a write check, finding 4)."
+    p = natural_prefix(item.id)
+    if p in SOURCE_LAYER and p != item.source:
+        raise ItemError(f"item id {item.id!r} is a natural {p} id; a {item.source} item may not take it")
+    return item
 
 # %% ../nbs/00_scope.ipynb #67a44c2a
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
 from .patterns import Patterns
-import hashlib, json, shutil
+import hashlib, json, os, shutil
 from dataclasses import replace
 from pathlib import Path
 from .episodes import turn_text, clean_text
@@ -177,6 +177,13 @@ def user_model_files(settings: Settings, user_id: str) -> list[Path]:
     d = user_model_dir(settings, user_id)
     return sorted(d.glob('*.json')) if d.is_dir() else []
 
+def _write_json(path: Path, obj: dict):
+    "Write `obj` to `path` atomically (a temporary file of this process, then a rename)."
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f'.tmp{os.getpid()}')
+    tmp.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding='utf-8')
+    os.replace(tmp, path)
+
 @dataclass
 class Forgotten:
     "What a forget removed: the rows asked for, the rows derived from them (deleted or rewritten), the files."
@@ -235,7 +242,7 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
         new = replace(it, content=body.strip() or it.content.split('\n')[0], metadata=meta, embedding=None)
         self.store.put([new])
         res.derived.append((new, 'rewritten'))
-    dead = ids | {it.id for it in kill}
+    dead = ids | {it.id for it in kill} | {it.id for it in rewrite}     # a rewritten fact's old text is in what was built from it
     for p in user_model_files(self.settings, scope.user_id) + [_legacy_user_model(self.settings, scope.user_id)]:
         if not p.exists(): continue
         try: used = set(json.loads(p.read_text(encoding='utf-8')).get('memory_ids') or [])
@@ -277,6 +284,20 @@ def forget_user(self: MemoryService, user_id: str, *, scrub: bool = True) -> int
     return n
 
 MemoryService.forget, MemoryService.forget_user = forget, forget_user
+
+# %% ../nbs/20_service.ipynb #f4eaa313
+def _rewrite_refs(self: MemoryService, scope: MemoryScope, moved: dict) -> int:
+    "`MemoryCore._rewrite_refs`, and the `memory_ids` of the user's model files; returns rows and files changed."
+    n = MemoryCore._rewrite_refs(self, scope, moved)
+    for p in user_model_files(self.settings, scope.user_id):
+        try: m = json.loads(p.read_text(encoding='utf-8'))
+        except (OSError, ValueError, UnicodeDecodeError): continue
+        ids = m.get('memory_ids') if isinstance(m, dict) else None
+        if isinstance(ids, list) and any(isinstance(i, str) and i in moved for i in ids):
+            _write_json(p, {**m, 'memory_ids': [moved.get(i, i) if isinstance(i, str) else i for i in ids]}); n += 1
+    return n
+
+MemoryService._rewrite_refs = _rewrite_refs
 
 # %% ../nbs/20_service.ipynb #0667a2ce
 def _as_time(v, what: str, end: bool) -> float | None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, check_id, check_agent_id, MemoryScope, LAYERS,
                                  KIND_LAYER, source_layer, check_layer, check_kind, check_metadata, is_superseded,
-                                 MemoryItem, ReadPolicy, Team)
+                                 MemoryItem, ReadPolicy, Team, check_natural_id)
 from .settings import Settings
 
 # %% auto #0
@@ -309,7 +309,7 @@ def _check_items(items) -> list[MemoryItem]:
     out, seen = [], set()
     for i, it in enumerate(items):
         if not isinstance(it, MemoryItem): raise ItemError(f"items[{i}] is not a MemoryItem but {type(it).__name__}")
-        it = replace(it)                       # re-runs MemoryItem's validation (items are mutable)
+        it = check_natural_id(replace(it))     # re-runs MemoryItem's validation (items are mutable); no squatting (finding 4)
         _check_i64(it.metadata, f"metadata of item {it.id!r}")
         key = (it.user_id, it.id)
         if key in seen: raise ItemError(f"item id {it.id!r} appears twice in one batch (user {it.user_id!r})")
