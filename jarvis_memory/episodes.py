@@ -35,8 +35,8 @@ from .language import text_language
 
 # %% ../nbs/11_episodes.ipynb #1e76f9c9
 def _check_number(number) -> int:
-    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-        raise ItemError(f"turn number must be an int >= 1, got {number!r}")
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise ItemError(f"turn number must be an int >= 0 (0: what the assistant said before the first user message), got {number!r}")
     return number
 
 def _check_session(scope) -> MemoryScope:
@@ -62,6 +62,7 @@ class TurnRecord:
         set_('utterance', clean_text(self.utterance, f"turn {self.number} utterance"))
         set_('answer', clean_text('' if self.answer is None else self.answer, f"turn {self.number} answer"))
         if not self.utterance and not self.answer: raise ItemError(f"turn {self.number} has neither an utterance nor an answer")
+        if self.number == 0 and self.utterance: raise ItemError("turn 0 holds what the assistant said before the first user message; it has no utterance")
         if isinstance(self.tools, str) or not isinstance(self.tools, (list, tuple)):
             raise ItemError(f"turn {self.number} tools must be a list of tool names, got {type(self.tools).__name__}")
         for t in self.tools:
@@ -74,12 +75,14 @@ class TurnRecord:
         set_('at', float(at))
 
     @classmethod
-    def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False) -> TurnRecord:
-        "The record of a `jarvis_memory.window.Turn`; `model_error` marks a turn whose model call failed (S-4.2)."
+    def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False,
+                  unanswered: bool = False) -> TurnRecord:
+        "The record of a `jarvis_memory.window.Turn` with its whole reply; `model_error` marks a turn whose model call failed (S-4.2), `unanswered` a last line that will get no answer."
         if not isinstance(turn, Turn): raise ItemError(f"turn must be a jarvis_memory.window.Turn, got {type(turn).__name__}")
-        if not turn.complete and not model_error:
-            raise ItemError(f"turn {turn.number} has no answer yet; record it when the answer is produced, or pass model_error=True")
-        return cls(scope, turn.number, turn.utterance, turn.answer or '', tuple(turn.tool_calls),
+        if not turn.complete and not model_error and not unanswered:
+            raise ItemError(f"turn {turn.number} has no answer yet; record it when the answer is produced, pass model_error=True "
+                            f"if the model failed, or unanswered=True if the session ended without an answer")
+        return cls(scope, turn.number, turn.utterance, turn.reply, tuple(turn.tool_calls),
                    failed=turn.tool_errors or bool(model_error), at=at)
 
 # %% ../nbs/11_episodes.ipynb #9e62ecb3
