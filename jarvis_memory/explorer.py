@@ -24,7 +24,7 @@ from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_share
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
-from .recall import item_line, case_variants, source_candidates, arrange, fit_lines
+from .recall import case_variants, source_candidates, arrange, fit_lines
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
@@ -193,6 +193,7 @@ class Ranking:
     shown: list                    # `BlockLine`s of the recall block under `settings.budget_chars`
     cut: int | None                # index in `recall` of the first line the budget cuts or drops, None if all fit
     excluded: dict                 # item id -> Exclusion
+    lines: list = field(default_factory=list)   # the recall block's `BlockLine`s uncut, in rank order (a session's header on its first line by rank)
 
     @property
     def ids(self) -> list[str]: return [s.id for s in self.recall]
@@ -251,7 +252,7 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
                  source_of=src_of, added=x.id in added_ids, budget=budget, mode=mode)
         rows.append({k: r[k] for k in ROW_KEYS})
     text = replace(obs, result=res, window=win).text
-    return Ranking(s, mode, list(recall), rows, win, text, shown, cut, excluded)
+    return Ranking(s, mode, list(recall), rows, win, text, shown, cut, excluded, rec_lines)
 
 def explain(service: MemoryService, scope: MemoryScope, history_or_query, settings: Settings | None = None) -> list[dict]:
     "Every candidate for the query, with pools, components, weighted components, total, exclusions, rank and budget state (`ROW_KEYS`)."
@@ -418,7 +419,7 @@ def panel_html(case: Probe, ranking: Ranking) -> str:
                      f"; block #{r['rank']}" if r['rank'] else f"; {r['excluded_why']}" if r['excluded'] else '; ranked below k')
             h.append(f"<li>fact {', '.join(_ref(by, f) for f in fids)} → turn {_ref(by, tid)} ({how}{_e(state)})</li>")
         h.append("</ul>")
-    lines = [item_line(x.item) for x in ranking.recall]
+    lines = [ln.text for ln in ranking.lines]                 # as the budget counts them: session headers included
     total = sum(map(len, lines))
     h.append(f"<h4>Budget (S-12.3): {ranking.settings.budget_chars:,} characters</h4>")
     if ranking.cut is None: h.append(f"<div>the {len(lines)} recall lines take {total:,} characters: nothing is cut</div>")
