@@ -54,6 +54,8 @@ class TurnRecord:
     tools: tuple = ()
     failed: bool = False
     at: float | None = None
+    speaker: str | None = None           # who said the utterance, when the caller knows names (a replayed dialogue)
+    answer_speaker: str | None = None    # who answered; the recall block shows names instead of the roles (`19_recall`)
 
     def __post_init__(self):
         _check_session(self.scope)
@@ -73,6 +75,10 @@ class TurnRecord:
         at = time.time() if self.at is None else self.at
         check_time(at, f"turn {self.number} at")
         set_('at', float(at))
+        for k in ('speaker', 'answer_speaker'):
+            v = getattr(self, k)
+            if v is not None and (not isinstance(v, str) or not v.strip() or len(v) > 100 or _re_controls.search(v) or _re_surrogate.search(v)):
+                raise ItemError(f"turn {self.number} {k} must be None or a name (1-100 characters, no control characters), got {v!r:.60}")
 
     @classmethod
     def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False,
@@ -185,6 +191,7 @@ def answer_pieces(answer: str, utterance: str, settings: Settings, lang: str) ->
 def _meta(rec: TurnRecord, lang: str) -> dict:
     m = dict(task_type=rec.tools[0] if rec.tools else 'chat', outcome='failure' if rec.failed else 'success')
     if rec.tools: m['tools'] = list(rec.tools)
+    m.update({k: getattr(rec, k) for k in ('speaker', 'answer_speaker') if getattr(rec, k)})
     return dict(m, turn=rec.number, consolidated=False, lang=lang)
 
 def _check(rec, settings):

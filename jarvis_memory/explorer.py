@@ -88,7 +88,8 @@ def demo_store(path=None, *, embedder=None, settings: Settings | None = None, da
                 sc = MemoryScope(uid, agent, f"{conv.id}/{sess.id}")
                 t0 = sess.time if sess.time is not None else now - 30 * DAY
                 for n, (a, b) in enumerate(_pairs(sess.turns), 1):
-                    svc.record(TurnRecord(sc, n, turn_line(a), turn_line(b) if b else '', at=t0 + 60 * n))
+                    svc.record(TurnRecord(sc, n, a.full_text, b.full_text if b else '', at=t0 + 60 * n,
+                                          speaker=a.speaker, answer_speaker=b.speaker if b else None))
                     for t in (a, b):
                         if t: episode[(sess.id, t.id)] = turn_id(sc, n)
                 scopes.append(sc)
@@ -118,7 +119,7 @@ def session_history(service: MemoryService, scope: MemoryScope) -> list[dict]:
     msgs = []
     for it in items:
         u, a = turn_text(it)
-        msgs.append({'role': 'user', 'content': u})
+        if it.metadata.get('turn') != 0: msgs.append({'role': 'user', 'content': u})   # turn 0: said before any user line
         if a.strip(): msgs.append({'role': 'assistant', 'content': a})
     return msgs
 
