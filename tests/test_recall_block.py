@@ -65,7 +65,7 @@ def rankings(draw):
     rel = draw(st.permutations(range(len(items))))
     cands = [Candidate(it, 0.2 + 0.7 * r / max(1, len(items)), 0.0) for it, r in zip(items, rel)]
     budget = draw(st.one_of(st.none(), st.integers(20, 1500)))
-    return cands, core, budget, lang
+    return cands, core, budget, lang, draw(st.integers(0, 10**6))
 
 
 def day(t: float, lang: str) -> str:
@@ -95,7 +95,18 @@ def test_block_shows_the_budgeted_prefix_by_session():
 
 
 def check(case, stats):
-    cands, core, budget, lang = case
+    "The drawn budget, and one that ends inside a session header (that line must not be shown at all)."
+    cands, core, budget, lang, pick = case
+    full = arrange(cands, NOW, SETTINGS, core=core, k=10**6).all_lines()
+    heads = [i for i, ln in enumerate(full) if ln.head and i > 0]
+    budgets = [budget]
+    if heads:
+        i = heads[pick % len(heads)]
+        budgets.append(sum(len(ln.text) for ln in full[:i]) + 1 + pick % (len(full[i].head) + 1))
+    for b in budgets: check_one(cands, core, b, lang, stats)
+
+
+def check_one(cands, core, budget, lang, stats):
     res = arrange(cands, NOW, SETTINGS, core=core, k=10**6, budget=budget)
     full, lines = res.all_lines(), res.lines
     rec = [ln for ln in lines if ln.block == 'recall']
