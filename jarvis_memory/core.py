@@ -13,7 +13,7 @@ from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, Memory
                                  check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag, natural_prefix)
 from .settings import Settings
 from .store import MemoryStore, Filter, open_store
-from .window import HistoryError, split_turns, WorkingMemories
+from .window import HistoryError, split_turns, opening, WorkingMemories
 from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id
 from .language import points_back, clean_text
 
@@ -63,13 +63,16 @@ def _record(self: MemoryCore, rec: TurnRecord) -> list[MemoryItem]:
     return items
 
 def record_turn(self: MemoryCore, scope: MemoryScope, history, *, at: float | None = None,
-                model_error: bool = False) -> list[MemoryItem]:
-    "Write the last turn of `history` as a turn episode and its pieces (S-4); returns the items written."
+                model_error: bool = False, unanswered: bool = False) -> list[MemoryItem]:
+    "Write the last turn of `history` (its whole reply) as a turn episode and its pieces (S-4), and the opening as turn 0 with turn 1 or alone; returns the items written."
     scope = session_scope(scope)
-    turns = split_turns(history)
-    if not turns: raise HistoryError("record_turn: the history has no user message, so there is no turn to record")
-    rec = TurnRecord.from_turn(scope, turns[-1], at=self._now(at), model_error=model_error)
-    return _record(self, rec)
+    turns, lead = split_turns(history), opening(history)
+    if not turns and not lead:
+        raise HistoryError("record_turn: the history has no user message and the assistant said nothing, so there is nothing to record")
+    at = self._now(at)
+    recs = [TurnRecord.from_turn(scope, turns[-1], at=at, model_error=model_error, unanswered=unanswered)] if turns else []
+    if lead and (not turns or turns[-1].number == 1): recs.append(TurnRecord(scope, 0, '', lead, at=at))
+    return [it for rec in recs for it in _record(self, rec)]
 
 def record(self: MemoryCore, rec: TurnRecord) -> list[MemoryItem]:
     "Write a `TurnRecord` directly (for replaying a benchmark without building chat histories)."

@@ -35,8 +35,8 @@ from .language import text_language
 
 # %% ../nbs/11_episodes.ipynb #1e76f9c9
 def _check_number(number) -> int:
-    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-        raise ItemError(f"turn number must be an int >= 1, got {number!r}")
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise ItemError(f"turn number must be an int >= 0 (0: what the assistant said before the first user message), got {number!r}")
     return number
 
 def _check_session(scope) -> MemoryScope:
@@ -54,6 +54,8 @@ class TurnRecord:
     tools: tuple = ()
     failed: bool = False
     at: float | None = None
+    speaker: str | None = None           # who said the utterance, when the caller knows names (a replayed dialogue)
+    answer_speaker: str | None = None    # who answered; the recall block shows names instead of the roles (`19_recall`)
 
     def __post_init__(self):
         _check_session(self.scope)
@@ -62,6 +64,7 @@ class TurnRecord:
         set_('utterance', clean_text(self.utterance, f"turn {self.number} utterance"))
         set_('answer', clean_text('' if self.answer is None else self.answer, f"turn {self.number} answer"))
         if not self.utterance and not self.answer: raise ItemError(f"turn {self.number} has neither an utterance nor an answer")
+        if self.number == 0 and self.utterance: raise ItemError("turn 0 holds what the assistant said before the first user message; it has no utterance")
         if isinstance(self.tools, str) or not isinstance(self.tools, (list, tuple)):
             raise ItemError(f"turn {self.number} tools must be a list of tool names, got {type(self.tools).__name__}")
         for t in self.tools:
@@ -72,14 +75,20 @@ class TurnRecord:
         at = time.time() if self.at is None else self.at
         check_time(at, f"turn {self.number} at")
         set_('at', float(at))
+        for k in ('speaker', 'answer_speaker'):
+            v = getattr(self, k)
+            if v is not None and (not isinstance(v, str) or not v.strip() or len(v) > 100 or _re_controls.search(v) or _re_surrogate.search(v)):
+                raise ItemError(f"turn {self.number} {k} must be None or a name (1-100 characters, no control characters), got {v!r:.60}")
 
     @classmethod
-    def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False) -> TurnRecord:
-        "The record of a `jarvis_memory.window.Turn`; `model_error` marks a turn whose model call failed (S-4.2)."
+    def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False,
+                  unanswered: bool = False) -> TurnRecord:
+        "The record of a `jarvis_memory.window.Turn` with its whole reply; `model_error` marks a turn whose model call failed (S-4.2), `unanswered` a last line that will get no answer."
         if not isinstance(turn, Turn): raise ItemError(f"turn must be a jarvis_memory.window.Turn, got {type(turn).__name__}")
-        if not turn.complete and not model_error:
-            raise ItemError(f"turn {turn.number} has no answer yet; record it when the answer is produced, or pass model_error=True")
-        return cls(scope, turn.number, turn.utterance, turn.answer or '', tuple(turn.tool_calls),
+        if not turn.complete and not model_error and not unanswered:
+            raise ItemError(f"turn {turn.number} has no answer yet; record it when the answer is produced, pass model_error=True "
+                            f"if the model failed, or unanswered=True if the session ended without an answer")
+        return cls(scope, turn.number, turn.utterance, turn.reply, tuple(turn.tool_calls),
                    failed=turn.tool_errors or bool(model_error), at=at)
 
 # %% ../nbs/11_episodes.ipynb #9e62ecb3
@@ -182,6 +191,7 @@ def answer_pieces(answer: str, utterance: str, settings: Settings, lang: str) ->
 def _meta(rec: TurnRecord, lang: str) -> dict:
     m = dict(task_type=rec.tools[0] if rec.tools else 'chat', outcome='failure' if rec.failed else 'success')
     if rec.tools: m['tools'] = list(rec.tools)
+    m.update({k: getattr(rec, k) for k in ('speaker', 'answer_speaker') if getattr(rec, k)})
     return dict(m, turn=rec.number, consolidated=False, lang=lang)
 
 def _check(rec, settings):

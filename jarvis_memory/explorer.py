@@ -24,8 +24,7 @@ from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_share
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
-from .recall import item_line, case_variants, source_candidates, arrange, fit_lines
-from .recall import _ranges
+from .recall import case_variants, source_candidates, arrange, fit_lines, _ranges
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
@@ -89,7 +88,8 @@ def demo_store(path=None, *, embedder=None, settings: Settings | None = None, da
                 sc = MemoryScope(uid, agent, f"{conv.id}/{sess.id}")
                 t0 = sess.time if sess.time is not None else now - 30 * DAY
                 for n, (a, b) in enumerate(_pairs(sess.turns), 1):
-                    svc.record(TurnRecord(sc, n, turn_line(a), turn_line(b) if b else '', at=t0 + 60 * n))
+                    svc.record(TurnRecord(sc, n, a.full_text, b.full_text if b else '', at=t0 + 60 * n,
+                                          speaker=a.speaker, answer_speaker=b.speaker if b else None))
                     for t in (a, b):
                         if t: episode[(sess.id, t.id)] = turn_id(sc, n)
                 scopes.append(sc)
@@ -119,7 +119,7 @@ def session_history(service: MemoryService, scope: MemoryScope) -> list[dict]:
     msgs = []
     for it in items:
         u, a = turn_text(it)
-        msgs.append({'role': 'user', 'content': u})
+        if it.metadata.get('turn') != 0: msgs.append({'role': 'user', 'content': u})   # turn 0: said before any user line
         if a.strip(): msgs.append({'role': 'assistant', 'content': a})
     return msgs
 
@@ -196,6 +196,7 @@ class Ranking:
     shown: list                    # `BlockLine`s of the recall block under `settings.budget_chars`
     cut: int | None                # index in `recall` of the first line the budget cuts or drops, None if all fit
     excluded: dict                 # item id -> Exclusion
+    lines: list = field(default_factory=list)   # the recall block's `BlockLine`s uncut, in rank order (a session's header on its first line by rank)
 
     @property
     def ids(self) -> list[str]: return [s.id for s in self.recall]
@@ -254,7 +255,7 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
                  source_of=src_of, added=x.id in added_ids, budget=budget, mode=mode)
         rows.append({k: r[k] for k in ROW_KEYS})
     text = replace(obs, result=res, window=win).text
-    return Ranking(s, mode, list(recall), rows, win, text, shown, cut, excluded)
+    return Ranking(s, mode, list(recall), rows, win, text, shown, cut, excluded, rec_lines)
 
 def explain(service: MemoryService, scope: MemoryScope, history_or_query, settings: Settings | None = None) -> list[dict]:
     "Every candidate for the query, with pools, components, weighted components, total, exclusions, rank and budget state (`ROW_KEYS`)."
@@ -421,7 +422,7 @@ def panel_html(case: Probe, ranking: Ranking) -> str:
                      f"; block #{r['rank']}" if r['rank'] else f"; {r['excluded_why']}" if r['excluded'] else '; ranked below k')
             h.append(f"<li>fact {', '.join(_ref(by, f) for f in fids)} → turn {_ref(by, tid)} ({how}{_e(state)})</li>")
         h.append("</ul>")
-    lines = [item_line(x.item) for x in ranking.recall]
+    lines = [ln.text for ln in ranking.lines]                 # as the budget counts them: session headers included
     total = sum(map(len, lines))
     h.append(f"<h4>Budget (S-12.3): {ranking.settings.budget_chars:,} characters</h4>")
     if ranking.cut is None: h.append(f"<div>the {len(lines)} recall lines take {total:,} characters: nothing is cut</div>")

@@ -59,16 +59,21 @@ def remember(self: MemoryTools, text: str) -> str:
     return f"Remembered: {it.content.splitlines()[0]}"
 
 def record_turn(self: MemoryTools, user_message: str, assistant_message: str) -> str:
-    "Record one exchange of the conversation as a turn episode (S-4), and reinforce the memories the answer used (S-6.6)."
-    _text(user_message, 'user_message'); _text(assistant_message, 'assistant_message', empty_ok=True)
+    "Record one exchange as a turn episode (S-4) and reinforce the memories the answer used (S-6.6). Either message may be empty: an assistant message with no user line (a greeting, a reminder) or a user line that got no answer is stored too."
+    _text(user_message, 'user_message', empty_ok=True); _text(assistant_message, 'assistant_message', empty_ok=True)
+    said, answered = bool(user_message.strip()), bool(assistant_message.strip())
+    if not said and not answered: raise MemoryInputError("user_message and assistant_message are both empty: there is nothing to record")
     with self.lock:
-        hist = self.history + [_u(user_message)]
-        obs = self.service.observe(self.scope, hist)          # what the model was shown for this utterance
-        hist.append(_a(assistant_message))
-        items = self.service.record_turn(self.scope, hist)
-        used = self.service.reinforce(self.scope, obs, assistant_message)
+        hist, obs = list(self.history), None
+        if said:
+            hist.append(_u(user_message))
+            obs = self.service.observe(self.scope, hist)      # what the model was shown for this utterance
+        if answered: hist.append(_a(assistant_message))
+        items = self.service.record_turn(self.scope, hist, unanswered=not answered)
+        used = self.service.reinforce(self.scope, obs, assistant_message) if obs is not None and answered else []
         self.history = hist
-    return f"Recorded turn {len(self.history) // 2} of session {self.scope.session_id} ({len(items)} item(s)); {len(used)} recalled memory(ies) used."
+    n = sum(m['role'] == 'user' for m in hist)
+    return f"Recorded turn {n} of session {self.scope.session_id} ({len(items)} item(s)); {len(used)} recalled memory(ies) used."
 
 def recall(self: MemoryTools, query: str, k: int | None = None) -> str:
     "The memory blocks `observe` gives for `query` (S-5, S-6, S-8, S-9.3); '(nothing recalled)' when there are none."

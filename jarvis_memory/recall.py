@@ -24,34 +24,79 @@ from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, ra
 from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
-__all__ = ['CORE_HEADER', 'RECALL_HEADER', 'RECALL_FILTER', 'LEGS', 'item_line', 'query_vector', 'gather', 'core_block',
-           'source_candidates', 'BlockLine', 'fit_lines', 'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange',
-           'Collected', 'collect', 'recall']
+__all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'say_date', 'session_header', 'learned_on',
+           'block_language', 'says', 'block_line', 'item_line', 'session_key', 'query_vector', 'gather', 'core_block',
+           'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'Recall', 'says_nothing', 'turn_of', 'fuse',
+           'arrange', 'Collected', 'collect', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
+from .language import text_language
+
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
+ROLE_NAMES = {'ko': ('사용자', '비서'), 'en': ('User', 'Assistant')}     # who spoke, when a memory records no names
+_MONTHS = ('January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December')
 
-def _day(t: float) -> str: return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime('%Y-%m-%d')
+def _utc(t: float) -> _dt.datetime: return _dt.datetime.fromtimestamp(t, _dt.timezone.utc)
+def _day(t: float) -> str: return _utc(t).strftime('%Y-%m-%d')
 
-def item_line(item: MemoryItem) -> str:
-    "One memory as the model sees it: a fact as `- topic: value` (with whom it is about), an episode with its date and speakers."
-    return neutralise_headers(_line(item))          # stored text never forges a block header (issue 14, `07_render`)
+def _check_lang(lang) -> str:
+    if lang not in ROLE_NAMES: raise MemoryInputError(f"lang must be one of {tuple(ROLE_NAMES)}, got {lang!r}")
+    return lang
 
-def _line(item: MemoryItem) -> str:
+def say_date(t: float, lang: str) -> str:
+    "The (UTC) day of `t` in words: '7 May 2023' in English, '2023년 5월 7일' in Korean."
+    d = _utc(t)
+    return f"{d.year}년 {d.month}월 {d.day}일" if _check_lang(lang) == 'ko' else f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+
+def session_header(t: float, lang: str) -> str:
+    "The line above a session's memories in the recall block: 'On 7 May 2023:' / '2023년 5월 7일:'."
+    return f"{say_date(t, lang)}:" if lang == 'ko' else f"On {say_date(t, lang)}:"
+
+def learned_on(t: float, lang: str) -> str:
+    "What follows a fact: '(learned 7 May 2023)' / '(2023년 5월 7일에 알게 됨)'."
+    return f"({say_date(t, lang)}에 알게 됨)" if lang == 'ko' else f"(learned {say_date(t, lang)})"
+
+def block_language(items: Iterable[MemoryItem]) -> str:
+    "The language a block's dates and role names are written in: by the script of its memories (Hangul against Latin letters, S-11.3)."
+    return text_language('\n'.join(it.content for it in items))
+
+def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
+    "(who said the utterance, who answered): the names the item records, else the roles."
+    user, agent = ROLE_NAMES[lang]
+    return item.metadata.get('speaker') or user, item.metadata.get('answer_speaker') or agent
+
+def says(item: MemoryItem, lang: str) -> str:
+    "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line."
+    _check_lang(lang)
+    c, m = item.content, item.metadata
     if item.kind == 'semantic':
-        body, about = ' '.join(item.content.split()), item.metadata.get('about')
-        return f"- [{about}] {body}" if about else f"- {body}"
-    head = f"- ({_day(item.created_at)}) "
-    sp, other = item.metadata.get('speaker'), item.metadata.get('answer_speaker')
-    if not sp: return head + item.content
-    if item.source == 'turn' and 'utterance_chars' in item.metadata:
+        body = ' '.join(c.split())
+        return f"[{m['about']}] {body}" if m.get('about') else body
+    sp, other = _names(item, lang)
+    if item.source == 'turn' and ('utterance_chars' in m or c.startswith('U: ')):
         u, a = turn_text(item)
-        return head + '\n'.join(([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a and other else []))
-    if item.source == 'turn_part':
-        body = item.content.replace('U: ', f"{sp}: ", 1)
-        if other: body = re.sub(r'\n(Answer|답) ?\((\d+)\):', lambda m: f"\n{other} ({m.group(2)}):", body, count=1)
-        return head + body
-    return f"{head}{sp}: {item.content}"                      # a line stored as it was said
+        return '\n'.join(([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a else [])) or c
+    if item.source == 'turn_part' and c.startswith('U: '):
+        return re.sub(r'\n(?:Answer|답) ?\((\d+)\):', lambda g: f"\n{other} ({g.group(1)}):", f"{sp}: {c[3:]}", count=1)
+    return f"{m['speaker']}: {c}" if m.get('speaker') else c       # a line stored as it was said
+
+def _indent(text: str) -> str: return re.sub(r'\n(?=[^\n])', '\n  ', text)      # continuation lines under their bullet
+def _bullet(text: str) -> str: return '- ' + _indent(text)
+
+def block_line(item: MemoryItem, lang: str) -> str:
+    "A memory in the recall block: a fact with the day it was learned; an episode undated (its session's header has the date)."
+    if item.kind == 'semantic': return neutralise_headers(f"{_bullet(says(item, lang))} {learned_on(item.created_at, lang)}")
+    return neutralise_headers(_bullet(says(item, lang)))      # stored text never forges a block header (issue 14, `07_render`)
+
+def item_line(item: MemoryItem, lang: str | None = None) -> str:
+    "One memory on a line of its own (e.g. an episode list): a fact with the day it was learned, an episode with its date and speakers."
+    lang = lang or block_language([item])
+    if item.kind == 'semantic': return block_line(item, lang)
+    return neutralise_headers(f"- ({say_date(item.created_at, lang)}) " + _indent(says(item, lang)))
+
+def session_key(item: MemoryItem) -> tuple | None:
+    "The group an episode is shown in — its session and (UTC) day; None for a fact."
+    return None if item.kind == 'semantic' else (item.session_id or '', _day(item.created_at))
 
 # %% ../nbs/19_recall.ipynb #c2739974
 RECALL_FILTER = Filter(layers=('semantic', 'edm'), exclude_sources=('thought',))
@@ -168,16 +213,17 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
 # %% ../nbs/19_recall.ipynb #950e74bc
 @dataclass(frozen=True)
 class BlockLine:
-    "One memory line as the model sees it: the item, its text within the budget, its block ('core' or 'recall') and, for recall, its score."
+    "One memory line as the model sees it: the item, its text within the budget, its block ('core' or 'recall'), for recall its score, and the session header printed above it (`head`, part of `text`)."
     item: MemoryItem
     text: str
     block: str
     score: Score | None = None
     cut: bool = False
     full_chars: int = 0
+    head: str = ''
 
 def fit_lines(lines: Iterable[BlockLine], budget: int | None) -> list[BlockLine]:
-    "Lines in order until `budget` characters; the overflowing line is cut to fit, nothing after it (S-12.3)."
+    "Lines in order until `budget` characters; the overflowing line is cut to fit, nothing after it (S-12.3). A line's header counts and is never cut."
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise MemoryInputError(f"budget must be an int >= 1 (characters) or None, got {budget!r}")
     out, left = [], budget
@@ -187,9 +233,38 @@ def fit_lines(lines: Iterable[BlockLine], budget: int | None) -> list[BlockLine]
             out.append(replace(ln, cut=False, full_chars=n))
             if left is not None: left -= n
         else:
-            out.append(replace(ln, text=ln.text[:left], cut=True, full_chars=n)); left = 0
+            head = getattr(ln, 'head', '')
+            if left > (len(head) + 1 if head else 0):            # room for the header and some of the line
+                out.append(replace(ln, text=ln.text[:left], cut=True, full_chars=n))
+            left = 0
         if left is not None and left <= 0: break
     return out
+
+def _move_head(ln: BlockLine, head: str) -> BlockLine:
+    "`ln` with `head` as its header instead of its own (the text and full length follow)."
+    n_old, n_new = (len(ln.head) + 1 if ln.head else 0), (len(head) + 1 if head else 0)
+    body = ln.text[n_old:]
+    return replace(ln, text=f"{head}\n{body}" if head else body, head=head, full_chars=ln.full_chars - n_old + n_new)
+
+def _when(ln: BlockLine) -> tuple:
+    "When a line was said: its time, then its turn and piece numbers (an opening, turn 0, and its turn 1 share a time)."
+    it, num = ln.item, lambda k: it.metadata.get(k) if isinstance(it.metadata.get(k), int) else 0
+    return (it.created_at, num('turn'), num('piece'), it.id)
+
+def block_order(lines: Iterable[BlockLine]) -> list[BlockLine]:
+    "`lines` as the blocks print them: core facts; then the recall block's facts by rank, and its episodes by session in time order, each session's header above its first line."
+    lines = list(lines)
+    groups = {}
+    for ln in lines:
+        if ln.block == 'recall' and session_key(ln.item) is not None: groups.setdefault(session_key(ln.item), []).append(ln)
+    eps = []
+    for ls in groups.values():
+        head = next((ln.head for ln in ls if ln.head), '')
+        ls = sorted((_move_head(ln, '') for ln in ls), key=_when)
+        eps.append([_move_head(ls[0], head), *ls[1:]])
+    eps.sort(key=lambda ls: _when(ls[0]))
+    return ([ln for ln in lines if ln.block != 'recall'] + [ln for ln in lines if ln.block == 'recall' and session_key(ln.item) is None]
+            + [ln for ls in eps for ln in ls])
 
 @dataclass
 class Recall:
@@ -203,20 +278,33 @@ class Recall:
     excluded: dict = field(default_factory=dict)         # item id -> Exclusion, for candidates that can never be shown
     ranked: list = field(default_factory=list)           # Scores after exclusions, best first, at most k
     core: list = field(default_factory=list)             # the core facts block (S-6.3), MemoryItems
-    lines: list = field(default_factory=list)            # BlockLines shown: core first, within the budget
+    lines: list = field(default_factory=list)            # BlockLines shown, in block order (`block_order`), within the budget
 
     @property
     def recall(self) -> list[Score]:
         "The recall block's scores that made it into the budget, best first."
-        return [ln.score for ln in self.lines if ln.block == 'recall']
+        order = {s.id: i for i, s in enumerate(self.ranked)}
+        return sorted((ln.score for ln in self.lines if ln.block == 'recall'), key=lambda s: order.get(s.id, len(order)))
     @property
     def shown(self) -> list[MemoryItem]:
-        "Every item the model sees, core facts first."
+        "Every item the model sees, in block order (core facts first)."
         return [ln.item for ln in self.lines]
+    @property
+    def language(self) -> str:
+        "The language of the blocks' dates and role names, by the script of every memory they may show (`block_language`)."
+        return block_language([*self.core, *(s.item for s in self.ranked)])
     def all_lines(self) -> list[BlockLine]:
-        "Core facts then every ranked item, uncut: the block with no budget."
-        return [*(BlockLine(it, item_line(it), 'core') for it in self.core),
-                *(BlockLine(s.item, item_line(s.item), 'recall', s) for s in self.ranked)]
+        "Core facts then every ranked item, uncut and in rank order: the block with no budget. A session's first line (by rank) carries its header."
+        lang, seen = self.language, set()
+        out = [BlockLine(it, block_line(it, lang), 'core') for it in self.core]
+        for s in self.ranked:
+            key, text, head = session_key(s.item), block_line(s.item, lang), ''
+            if key is not None and key not in seen:
+                seen.add(key)
+                head = session_header(s.item.created_at, lang)
+                text = f"{head}\n{text}"
+            out.append(BlockLine(s.item, text, 'recall', s, head=head))
+        return out
     def blocks(self) -> dict:
         "Block name -> text, only the non-empty ones: `[핵심 사실]` then `[장기 기억]`."
         out = {}
@@ -291,7 +379,7 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
     ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids | {i for i, w in excluded.items() if w == Exclusion.CONTENTLESS},
                     group=turn_of)
     res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core)
-    res.lines = fit_lines(res.all_lines(), budget)
+    res.lines = block_order(fit_lines(res.all_lines(), budget))    # chosen in rank order, printed by session in time order
     return res
 
 # %% ../nbs/19_recall.ipynb #8f11fb89

@@ -15,7 +15,7 @@ from .scope import MemoryInputError, ScopeError, MemoryScope, check_id
 from .settings import SettingsError
 
 # %% auto #0
-__all__ = ['ROLES', 'SYSTEM_ROLES', 'HistoryError', 'check_history', 'is_tool_error', 'Turn', 'split_turns', 'window',
+__all__ = ['ROLES', 'SYSTEM_ROLES', 'HistoryError', 'check_history', 'is_tool_error', 'Turn', 'split_turns', 'opening', 'window',
            'window_turn_numbers', 'extra_candidates', 'WorkingMemoryError', 'WorkingMemory', 'WorkingMemories']
 
 # %% ../nbs/10_window.ipynb #fca1c02a
@@ -142,6 +142,16 @@ class Turn:
         "Whether the turn has an answer."
         return self.answer is not None
 
+    @property
+    def reply(self) -> str:
+        "Everything the assistant said in this turn, one paragraph per message: the answer, and any message before or after it (issue 12)."
+        return _said(self.messages[1:])
+
+def _said(msgs) -> str:
+    "The texts of the assistant messages among `msgs` that call no tool, in order, separated by a blank line."
+    return '\n\n'.join(m['content'].strip() for m in msgs if m['role'] == 'assistant' and not m.get('tool_calls')
+                       and (m.get('content') or '').strip())
+
 # %% ../nbs/10_window.ipynb #1000818c
 def _split(msgs: list[dict]) -> list[Turn]:
     turns, cur, start = [], None, 0
@@ -156,6 +166,14 @@ def _split(msgs: list[dict]) -> list[Turn]:
 def split_turns(history) -> list[Turn]:
     "The turns of a valid `history` (checked with `check_history`), numbered from 1."
     return _split(check_history(history))
+
+def _opening(msgs: list[dict]) -> str:
+    first = next((i for i, m in enumerate(msgs) if m['role'] == 'user'), len(msgs))
+    return _said(msgs[:first])
+
+def opening(history) -> str:
+    "What the assistant said before the first user message of a valid `history` (a greeting, a reminder), one paragraph per message; '' when nothing."
+    return _opening(check_history(history))
 
 # %% ../nbs/10_window.ipynb #e393658a
 def _check_stm(stm_turns) -> int:
@@ -176,9 +194,11 @@ def window(history, stm_turns: int) -> list[dict]:
     return msgs[:lead] + msgs[cut:]
 
 def window_turn_numbers(history, stm_turns: int) -> set[int]:
-    "Numbers of the turns inside the window: their episodes are left out of the recall block (S-3.3)."
+    "Numbers of the turns inside the window, with 0 while the window holds the `opening`: their episodes are left out of the recall block (S-3.3)."
     stm_turns = _check_stm(stm_turns)
-    return {t.number for t in split_turns(history)[-stm_turns:]}
+    msgs = check_history(history)
+    turns = _split(msgs)
+    return {t.number for t in turns[-stm_turns:]} | ({0} if len(turns) <= stm_turns and _opening(msgs) else set())
 
 # %% ../nbs/10_window.ipynb #60d85e51
 def extra_candidates(turn_numbers, max_parts: int) -> int:
