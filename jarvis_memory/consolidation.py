@@ -22,7 +22,7 @@ from .episodes import turn_text
 from .language import query_terms, contains_term, term_share, conversation_language, text_language
 from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured
 from .core import MemoryCore, fact_topic, register_id_move
-from .grounding import (Reason, grounded, canonical_key, evidenced_key, fact_kind, fact_importance, qualified_value,
+from .grounding import (Reason, grounded, canonical_key, evidenced_key, fact_kind, fact_importance, qualified_value, repair, restated,
                                      supersedes, load_facts, score_extraction, fact_matches)
 
 _log = logging.getLogger(__name__)
@@ -194,16 +194,13 @@ def ground_fact(fact: dict, utterance: str, lang: str, asked: str | None = None,
     "The `Grounding` of an extracted fact against its source `utterance` (and the line it answers), copies of the prompt example included."
     return grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked)
 
-def shape_fact(fact: dict, lang: str, at: float, utterance: str = '') -> tuple[dict, dict]:
-    "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` in `utterance` (see above)."
-    canon = evidenced_key(fact['key'], fact['value'], utterance, lang)
-    free = canonical_key(fact['key'], lang) in ('기타', 'other')          # the model's own key: kept, under other
-    value = fact['value'] if free else qualified_value(fact['key'], fact['value'], lang)
-    kind = fact_kind(canon, value, lang)
-    out = {'key': fact['key'] if free else canon, 'value': value,
-           'importance': fact_importance(canon, kind, fact.get('importance'), lang)}
-    meta = {'model_key': fact['key'], 'taxonomy_key': canon, 'fact_kind': kind, 'grounded': True}
-    if kind == 'passing': meta |= {'said_at': float(at), 'date': time.strftime('%Y-%m-%d', time.gmtime(at))}
+def shape_fact(fact: dict, lang: str, at: float, utterance: str = '', asked: str | None = None) -> tuple[dict, dict]:
+    "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` in `utterance`, answering `asked` (see above)."
+    r = repair(fact['key'], fact['value'], utterance, lang, asked=asked)
+    out = {'key': r.key, 'value': r.value, 'importance': fact_importance(r.topic, r.kind, fact.get('importance'), lang)}
+    meta = {'model_key': fact['key'], 'taxonomy_key': r.topic, 'fact_kind': r.kind, 'grounded': True}
+    if r.repairs: meta['repairs'] = list(r.repairs)
+    if r.kind == 'passing': meta |= {'said_at': float(at), 'date': time.strftime('%Y-%m-%d', time.gmtime(at))}
     return out, meta
 
 # %% ../nbs/16_consolidation.ipynb #d5b9e211
@@ -405,14 +402,18 @@ def _source_lines(g: _Group, src: MemoryItem) -> tuple[str, str | None]:
         asked = _one_line(turn_text(prev)[1]) or None
     return g.utterances[i], asked
 
+_STAY = (Reason.REQUEST, Reason.EXAMPLE_COPY)     # what the fact is where its words are: not looked for elsewhere
+
 def _grounded_source(g: _Group, f: dict, src: MemoryItem, rule: str, lang: str | None, about: str | None):
     "(source, rule, utterance, asked, Grounding): provenance's turn if the fact is grounded there, else the first other"
     "turn sharing its words (most words first) where it is (rule 'grounding'), else provenance's turn and its verdict."
+    "A fact whose words are, at provenance's turn, a request or the prompt's example is that, and is not looked for elsewhere"
+    "(a weaker match in another turn would ground 'cc Jordan for the mobile team' where the user said Jordan had left)."
     def judge(ep):
         utt, asked = _source_lines(g, ep)
         return utt, asked, ground_fact(f, utt, lang or text_language(utt or f['value']), asked, about)
     utt, asked, v = judge(src)
-    if v.ok: return src, rule, utt, asked, v
+    if v.ok or v.reason in _STAY: return src, rule, utt, asked, v
     text = f"{f['key']}: {f['value']}"
     others = sorted(((word_overlap(text, u), i) for i, (e, u) in enumerate(zip(g.episodes, g.utterances)) if u and e.id != src.id),
                     key=lambda x: (-x[0], x[1]))
@@ -453,6 +454,10 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
                 continue
         kept, dropped = check_facts(facts, self.settings.extract_min_importance)
         rep.dropped += dropped
+        for f in kept:                               # the user's statement as the key, "네" as the value: turned round
+            if r := restated(f['key'], f['value'], rep.lang):
+                rep.repaired.append((json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), 'key_was_statement'))
+                f['key'], f['value'] = r
         rep.repaired += [(json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), f['repaired']) for f in kept if 'repaired' in f]
         for f, (src, rule) in zip(kept, self._provenance(gscope, g, kept)):
             src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about)
@@ -460,7 +465,8 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
             shown = json.dumps({k: f[k] for k in ('key', 'value', 'importance')}, ensure_ascii=False)
             rep.checked.append({'key': f['key'], 'value': f['value'], 'from_episode': src.id, 'provenance': rule, 'reason': v.reason.value})
             if not v.ok: rep.dropped.append((shown, v.reason.value)); continue
-            fact, shaped = shape_fact(f, lang, src.created_at, f"{utt} {asked or ''}")   # '알레르기 있으세요?' names it
+            fact, shaped = shape_fact(f, lang, src.created_at, utt, asked)   # '알레르기 있으세요?' names it
+            rep.repaired += [(shown, r) for r in shaped.get('repairs', ())]
             meta = {'from_episode': src.id, 'provenance': rule, 'lang': lang, **shaped}
             if about: meta['about'] = about          # whose fact it is, shown as `[about]` in the block (19_recall)
             it, wrote = self._write_extracted(gscope, fact, meta, src.created_at)
@@ -615,6 +621,7 @@ class FactsMeasure:
     after: dict = field(default_factory=dict)            # lang -> ExtractionScore of the facts in force
     reasons: dict = field(default_factory=dict)          # lang -> Counter of grounding's reason codes
     dropped: dict = field(default_factory=dict)          # lang -> Counter of check_facts' reasons
+    repairs: dict = field(default_factory=dict)          # lang -> Counter of repairs (grounding's REPAIRS, check_facts' importance)
     sessions: dict = field(default_factory=dict)         # session id -> {lang, seconds, checked, kept, error}
     missing: list = field(default_factory=list)          # sessions with no answer (no endpoint, no cached answer)
     facts: dict = field(default_factory=dict)            # 'before' | 'after' -> {session id: [{key, value, turn}]}
@@ -635,6 +642,7 @@ class FactsMeasure:
                 lines.append(f"{lang:4} {stage:16} {sc.predicted:5d} {sc.gold:4d} {sc.matched:5d} {sc.precision:9.2f} {sc.recall:6.2f}")
             lines.append(f"     rejected: {dict(sorted((k, v) for k, v in self.reasons[lang].items() if k != 'grounded')) or 'none'}"
                          + (f"; check_facts dropped: {dict(self.dropped[lang])}" if self.dropped.get(lang) else ''))
+            if self.repairs.get(lang): lines.append(f"     repaired: {dict(sorted(self.repairs[lang].items()))}")
         if self.missing: lines.append(f"no answer for {len(self.missing)} sessions: {', '.join(self.missing)}")
         errs = {s: d['error'] for s, d in self.sessions.items() if d.get('error') and s not in self.missing}
         if errs: lines.append(f"unusable answers: {errs}")
@@ -682,6 +690,7 @@ def measure_facts(labelled: dict, llm, *, embedder=None) -> FactsMeasure:
                     if g.error and g.error.startswith(('LLMNotConfigured', 'LLMUnavailable')): out.missing.append(sid)
                     out.dropped.setdefault(lang, Counter()).update(r for _, r in g.dropped if r not in Reason._value2member_map_)
                     out.reasons.setdefault(lang, Counter()).update(c['reason'] for c in g.checked)
+                    out.repairs.setdefault(lang, Counter()).update(r for _, r in g.repaired)
                 checked = [c for g in rep.groups for c in g.checked]
                 before[sid] = [{'key': c['key'], 'value': c['value'], 'turn': at_turn.get(c['from_episode'])} for c in checked]
                 kept = core.store.list(scope, filter=Filter(sources=('extracted',)), order_by=None)
@@ -692,5 +701,6 @@ def measure_facts(labelled: dict, llm, *, embedder=None) -> FactsMeasure:
         finally: core.close()
     out.before, out.after = score_extraction(before, labelled), score_extraction(after, labelled)
     out.facts = {'before': before, 'after': after}
-    for lang in out.before: out.reasons.setdefault(lang, Counter()); out.dropped.setdefault(lang, Counter())
+    for lang in out.before:
+        for d in (out.reasons, out.dropped, out.repairs): d.setdefault(lang, Counter())
     return out

@@ -6,23 +6,24 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/grounding.html.md"""
 
 # %% ../nbs/15_grounding.ipynb #c9898ac4
 from __future__ import annotations
-import json, re
+import functools, json, re
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from .scope import MemoryInputError
-from .language import (LANGUAGES, clean_text, contains_term, content_terms, get_kiwi, is_contentless,
-                                    text_language)
+from .language import (LANGUAGES, KO_LIGHT_STEMS, clean_text, contains_term, content_terms, get_kiwi, is_contentless,
+                                    strip_punct, text_language)
 
 # %% auto #0
-__all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 'SUPPORT_SHARE', 'COPY_MIN_TERMS',
-           'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP', 'MODEL_TIE', 'ALLERGY_REACTIONS', 'STATE_TOPICS',
-           'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term', 'Topic', 'canonical_key', 'key_definitions',
-           'is_negative', 'negates', 'fact_kind', 'Reason', 'Grounding', 'grounded', 'fact_importance', 'evidenced_key',
-           'key_terms', 'qualified_value', 'subject_terms', 'supersedes', 'facts_data_path', 'load_facts',
-           'fact_matches', 'ExtractionScore', 'score_extraction']
+__all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 'ALLERGY_REACTIONS', 'MOODS', 'EN_IMPERATIVE',
+           'SUPPORT_SHARE', 'STRICT_TOPICS', 'COPY_MIN_TERMS', 'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP',
+           'MODEL_TIE', 'REPAIRS', 'STATE_TOPICS', 'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term',
+           'Topic', 'canonical_key', 'key_definitions', 'is_negative', 'negates', 'fact_kind', 'key_terms', 'Clause',
+           'clauses', 'stated', 'has_time', 'complete_value', 'value_topic', 'Reason', 'Grounding', 'grounded',
+           'fact_importance', 'evidenced_key', 'qualified_value', 'Repaired', 'restated', 'repair', 'subject_terms',
+           'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore', 'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
 class GroundingError(MemoryInputError):
@@ -59,9 +60,14 @@ def same_term(a: str, b: str) -> bool:
         n += 1
     return n >= EN_MIN_PREFIX and n >= min(len(a), len(b)) - 2
 
+# One-syllable Korean kinship nouns head compounds (큰딸, 막내딸, 사촌형): said as the compound, they are said.
+_KIN_HEADS = frozenset('딸 형'.split())
+
 def _in_text(term: str, text: str, text_terms) -> bool:
-    "`term` is among `text_terms` (by `same_term`) or a substring of `text` (Hangul >= 2 syllables, else >= 4 letters)."
+    "`term` is among `text_terms` (by `same_term`) or a substring of `text` (Hangul >= 2 syllables, else >= 4 letters);"
+    "a one-syllable kinship noun also as the head of a compound."
     if any(same_term(term, u) for u in text_terms): return True
+    if term in _KIN_HEADS and any(u.endswith(term) for u in text_terms): return True
     return len(term) >= (2 if _HANGUL.search(term) else 4) and contains_term(term, text)
 
 # %% ../nbs/15_grounding.ipynb #31e7e094
@@ -76,39 +82,64 @@ class Topic:
 
 def _words(s: str) -> frozenset: return frozenset(s.split())
 
-# Order matters: the first topic whose words a key uses wins, so '딸 이름' is family (not name) and '꽃가루 알레르기'
-# is allergy (not health). Words are content terms as `content_terms` returns them (stems: 살 for 사는 곳).
+# Order matters where the words of a value name several topics: the first wins, so a value naming a relative is about
+# family. A key is read by its head noun (below). Words are content terms as `content_terms` returns them (stems: 살 for 사는 곳); English
+# words are also compared by their Snowball stem (lives ~ live, classes ~ class). The lists are vocabularies of the
+# topic, not of the labelled set: most of their words never occur there.
 TAXONOMY = (
     Topic('가족', 'family', "the user's relatives and household: who they are, their names, ages, where they live",
           '가족 관계와 가족의 이름·나이·근황',
-          _words('가족 딸 아들 남편 아내 부인 와이프 엄마 어머니 아빠 아버지 부모 부모님 손자 손녀 자녀 자식 아이 애들 형 누나 언니 오빠 '
-                 '동생 할머니 할아버지 며느리 사위 조카 시어머니 장모 family daughter son husband wife spouse partner mother mom '
-                 'mum father dad parent child children kid grandchild grandson granddaughter sister brother niece nephew')),
+          _words('가족 딸 아들 남편 아내 부인 와이프 엄마 어머니 아빠 아버지 부모 부모님 손자 손녀 손주 자녀 자식 아이 애들 형 누나 언니 오빠 '
+                 '동생 남동생 여동생 형제 자매 할머니 할아버지 며느리 며느님 사위 조카 시어머니 시아버지 시부모 장모 장인 처제 처남 '
+                 '시누이 올케 삼촌 외삼촌 이모 고모 숙모 사촌 친척 사돈 따님 아드님 어머님 아버님 큰딸 작은딸 막내 막내딸 큰아들 '
+                 '작은아들 외손자 외손녀 손녀딸 '
+                 'family daughter son husband wife spouse partner mother mom mum father dad parent child children kid '
+                 'grandchild grandson granddaughter grandma grandmother grandpa grandfather grandparent sister brother sibling '
+                 'niece nephew aunt uncle cousin stepson stepdaughter stepmother stepfather fiance fiancee')),
     Topic('알레르기', 'allergy', 'what the user is allergic or intolerant to (food, medicine, pollen), and the reaction',
           '알레르기나 과민 반응이 있는 음식·약·물질',
-          _words('알레르기 알러지 두드러기 과민 allergy allergies allergic intolerance intolerant hives')),
+          _words('알레르기 알러지 두드러기 과민 allergy allergies allergic allergen intolerance intolerant hives anaphylaxis epipen')),
     Topic('건강', 'health', 'conditions, illnesses, pain, symptoms, medication and treatment; not allergies',
           '질병·통증·증상·복용 약·치료 (알레르기 제외)',
           _words('건강 질병 병 지병 증상 통증 아프 관절염 허리 무릎 두통 머리 혈압 고혈압 당뇨 천식 약 복용 수술 병원 진료 치료 감기 '
-                 '몸살 편두통 불면증 health condition illness disease symptom pain ache medication medicine surgery diagnosis asthma '
-                 'diabetes arthritis injury sick blood pressure migraine headache insomnia')),
+                 '몸살 편두통 불면증 쑤시 결리 저리 어지럽 다치 낫 멎 기침 콧물 가래 고열 발열 오한 구토 설사 변비 소화 속쓰림 체하 '
+                 '복통 치통 요통 근육통 골절 염증 디스크 관절 척추 어깨 손목 발목 다리 팔 골반 치아 잇몸 심장 폐 치매 암 뇌졸중 중풍 '
+                 '골다공증 비염 아토피 우울증 공황 통풍 갑상선 빈혈 고지혈증 콜레스테롤 독감 폐렴 장염 위염 입원 퇴원 검사 검진 처방 '
+                 '주사 재활 한의원 내과 외과 정형외과 치과 안과 피부과 이비인후과 약국 진통제 수면제 보청기 지팡이 휠체어 목발 혈당 '
+                 '인슐린 투석 잠 수면 입맛 '
+                 'health condition illness disease symptom pain ache medication medicine surgery diagnosis asthma '
+                 'diabetes arthritis injury sick blood pressure migraine headache insomnia cough flu fever nausea dizzy dizziness '
+                 'fatigue sprain fracture therapy physiotherapy physio rehab hospital clinic prescription pill pills '
+                 'inhaler insulin dialysis cane wheelchair crutches dementia cancer stroke cholesterol thyroid depression anxiety '
+                 'knee hip shoulder wrist ankle toothache stomach sleep appetite hurt heal recover')),
     Topic('반려동물', 'pets', "the user's animals: kind, name, age",
           '키우는 동물의 종류·이름·나이',
-          _words('반려동물 강아지 개 고양이 반려견 반려묘 애완 애완동물 pet dog cat puppy kitten')),
+          _words('반려동물 강아지 개 고양이 반려견 반려묘 애완 애완동물 물고기 금붕어 열대어 햄스터 토끼 앵무새 거북이 고슴도치 동물병원 '
+                 'pet dog cat puppy kitten fish goldfish hamster rabbit bunny parrot turtle tortoise vet veterinarian')),
     Topic('직업', 'job', "the user's work, occupation, employer, studies or retirement",
           '직업·직장·하는 일·학업·은퇴',
-          _words('직업 일 직장 회사 업무 직종 근무 직장인 학교 전공 은퇴 job work occupation profession career employer '
-                 'workplace company office study studies retired retirement')),
+          _words('직업 일 직장 회사 업무 직종 근무 직장인 학교 전공 은퇴 팀 부서 과장 부장 차장 대리 사원 주임 팀장 실장 본부장 사장 '
+                 '대표 임원 직원 동료 상사 출근 퇴근 야근 월급 연봉 사업 자영업 장사 가게 알바 아르바이트 프리랜서 개발자 디자이너 교사 '
+                 '공무원 회사원 대학생 대학원 교수 연구원 엔지니어 퇴직 정년 이직 취업 구직 면접 승진 창업 '
+                 'job work occupation profession career employer workplace company office study studies retired retirement '
+                 'manager boss colleague coworker salary hired promotion intern internship teach teacher '
+                 'developer engineer designer business startup freelance freelancer employee staff department')),
     Topic('거주지', 'residence', 'where the user lives, and moves', '사는 곳과 이사',
-          _words('거주지 거주 주소 살 사는곳 사는 집 동네 이사 residence home address live lives living neighborhood '
-                 'neighbourhood city moved move')),
+          _words('거주지 거주 주소 살 사는곳 사는 집 동네 이사 아파트 빌라 주택 원룸 오피스텔 전세 월세 자취 기숙사 '
+                 'residence home address live lives living neighborhood neighbourhood city moved move apartment house rent '
+                 'landlord relocate')),
     Topic('일정', 'schedule', 'appointments, plans and events with a date or a recurrence', '날짜나 주기가 있는 약속·계획·행사',
-          _words('일정 약속 예약 계획 스케줄 모임 여행 출장 방문 행사 schedule appointment plan event trip meeting '
-                 'reservation visit')),
+          _words('일정 약속 예약 계획 스케줄 모임 여행 출장 방문 행사 날짜 일시 결혼식 장례식 잔치 돌잔치 파티 회의 미팅 수업 강의 '
+                 '강좌 교실 레슨 시험 공연 콘서트 경기 축제 마감 예정 '
+                 'schedule appointment plan event trip meeting reservation visit date wedding funeral party concert class '
+                 'lesson exam deadline flight')),
     Topic('취향', 'preference', 'lasting likes and dislikes: food, drink, music, hobbies, ways of doing things',
           '좋아하고 싫어하는 것: 음식·음료·음악·취미·방식',
-          _words('취향 좋아하 싫어하 선호 음식 취미 관심사 커피 음악 노래 가수 preference like likes favorite favourite '
-                 'hobby dislike dislikes taste food drink music')),
+          _words('취향 좋아하 싫어하 싫 선호 사랑 즐기 음식 취미 관심사 커피 음악 노래 가수 팬 운동 산책 등산 독서 영화 드라마 게임 '
+                 '요리 낚시 골프 테니스 채식 비건 맥주 와인 '
+                 'preference like likes favorite favourite hobby dislike dislikes taste food drink music love hate enjoy '
+                 'prefer fan vegetarian vegan sport exercise reading movie film game gaming cooking fishing golf tennis hiking '
+                 'song singer band')),
     Topic('이름', 'name', "the user's own name or how they want to be called", '사용자 본인의 이름이나 불리고 싶은 호칭',
           _words('이름 성함 호칭 name nickname')),
     Topic('기타', 'other', 'anything else worth remembering; a free key is kept only here', '그 밖에 기억할 만한 것',
@@ -116,15 +147,89 @@ TAXONOMY = (
 )
 _OTHER = TAXONOMY[-1]
 KEYS = {'ko': tuple(t.ko for t in TAXONOMY), 'en': tuple(t.en for t in TAXONOMY)}
+_ENTITIES = ('family', 'pets')          # a person or an animal: a key whose head names one is about it
+
+_STEMMER = None
+def _en_stem(w: str) -> str:
+    "The Snowball stem of an English word (PyStemmer, a dependency already: the lexical index uses it)."
+    global _STEMMER
+    if _STEMMER is None:
+        import Stemmer
+        _STEMMER = Stemmer.Stemmer('english')
+    return _STEMMER.stemWord(w)
+
+_EN_STEMS = {}
+for _t in TAXONOMY:
+    for _w in _t.words:
+        if not _HANGUL.search(_w): _EN_STEMS.setdefault(_en_stem(_w), _t)
+
+@functools.lru_cache(maxsize=4096)
+def _ko_parts(term: str) -> tuple:
+    "The noun morphemes of a Korean compound term, head (last) first ('물리치료' -> ('치료', '물리')); () if it is not one."
+    toks = [t for t in get_kiwi().tokenize(term)]
+    nouns = [t.form for t in toks if str(t.tag).startswith(('NNG', 'NNP'))]
+    return tuple(reversed(nouns)) if len(nouns) >= 2 and ''.join(nouns) == term else ()
+
+def _word_topic(w: str) -> Topic | None:
+    "The topic a single content term names: the word itself, its English stem, or the head of a Korean compound."
+    for t in TAXONOMY:
+        if w in t.words or _en_norm(w) in t.words: return t
+    if not _HANGUL.search(w): return _EN_STEMS.get(_en_stem(w))
+    for part in _ko_parts(w):
+        for t in TAXONOMY:
+            if part in t.words: return t
+    return None
+
+def _terms_topic(terms) -> Topic | None:
+    "The topic named by `terms` (a key's or a value's): the first by taxonomy order, except that a last term (the head)"
+    "naming a person or an animal wins ('할머니 고양이' is a cat)."
+    named = [t for t in (_word_topic(w) for w in terms) if t is not None]
+    if not named: return None
+    head = _word_topic(terms[-1])
+    if head is not None and head.en in _ENTITIES: return head
+    return min(named, key=TAXONOMY.index)
+
+# A key is a noun phrase about its last noun (its head): '이사 날짜' is a date, '결혼식 가는 축의금' is money, not the wedding.
+# A generic head (곳, 정보, status) leaves it to the words before it; an attribute head (이름, 나이, 직업, name, age) and any
+# other head give way to a person or an animal named before it ('딸 이름', '손자 민준의 직업', 'dog food').
+_GENERIC_HEADS = frozenset('곳 것 거 정보 내용 여부 상태 관련 사항 문제 경우 부분 종류 방법 사용 사람 쪽 '
+                           'info information detail details status thing things place kind type management situation use '
+                           'person people'.split())
+
+def _ko_nouns(text: str) -> list[str]:
+    "The nouns of a Korean `text` in order, a compound glued inside a word as one ('마케팅팀 과장' -> ['마케팅팀', '과장'])."
+    out, run = [], []
+    for t in get_kiwi().tokenize(text) + [None]:
+        if t is not None and str(t.tag).startswith(('NNG', 'NNP', 'SL', 'SH', 'XR')) \
+           and (not run or run[-1].start + run[-1].len == t.start):
+            run.append(t); continue
+        if run: out.append(text[run[0].start:run[-1].start + run[-1].len].lower())
+        run = [t] if t is not None and str(t.tag).startswith(('NNG', 'NNP', 'SL', 'SH', 'XR')) else []
+    return list(dict.fromkeys(out))
+
+def _key_topic(key: str) -> Topic | None:
+    "The topic of a key that is not a taxonomy word itself, by its head noun (see above); None when nothing names one."
+    terms = (_ko_nouns(key) if _HANGUL.search(key) else []) or content_terms(key)
+    if not terms: return None
+    *mods, head = terms
+    ht = _word_topic(head)
+    if ht is not None and ht.en in _ENTITIES: return ht
+    ent = [t for t in map(_word_topic, mods) if t is not None and t.en in _ENTITIES]
+    if ent: return ent[0]
+    rest = [w for w in content_terms(key) if w != head]
+    if head in _GENERIC_HEADS or _en_norm(head) in _GENERIC_HEADS:    # the words before it, verbs too ('살고 있는 곳')
+        return _terms_topic(rest)
+    if ht is not None and ht.en == 'name': return _terms_topic(rest) or ht     # '회사 이름' names the company, not the user
+    return ht
+
+_COORDINATED = re.compile(r'\s(?:and|or|&|및|또는)\s|[/,&·]')
 
 def _topic_of(key: str) -> Topic:
     k = ' '.join(clean_text(key).lower().split())
     for t in TAXONOMY:
         if k in (t.ko, t.en) or k.replace(' ', '') in t.words: return t
-    terms = content_terms(k)
-    for t in TAXONOMY:
-        if any(w in t.words or _en_norm(w) in t.words for w in terms): return t
-    return _OTHER
+    if _COORDINATED.search(k): return _terms_topic(content_terms(k)) or _OTHER   # 'health and safety': no one head
+    return _key_topic(k) or _OTHER
 
 def canonical_key(key: str, lang: str | None = None) -> str:
     "The taxonomy key for a free `key` ('사는 곳' -> '거주지', 'Allergies' -> 'allergy'), in `lang`; '기타'/'other' if none fits."
@@ -191,6 +296,160 @@ def fact_kind(key: str, value: str, lang: str | None = None) -> str:
     if any(t in PASSING_STATES or _en_norm(t) in PASSING_STATES for t in content_terms(text)): return 'passing'
     return 'lasting'
 
+# %% ../nbs/15_grounding.ipynb #66e17f36
+_LABELS = frozenset('이름 성함 name named called'.split())
+
+def key_terms(key: str, lang: str | None = None) -> list[str]:
+    "The content terms of a model's key that say more than its taxonomy key and naming labels ('딸 이름' -> ['딸'])."
+    key = _str(key, 'key')
+    t = _topic_of(key)
+    return [w for w in content_terms(key) if w not in (t.ko, t.en, _en_norm(t.en)) and _en_norm(w) != _en_norm(t.en) and w not in _LABELS]
+
+# What names an allergy besides the word: the reactions people describe it by (a mouth that swells after peaches).
+ALLERGY_REACTIONS = frozenset('붓 가렵 간지럽 두드러기 발진 swell swells swelling swollen itch itchy itching rash hives anaphylaxis'.split())
+
+MOODS = ('statement', 'question', 'request')
+
+@dataclass(frozen=True)
+class Clause:
+    "A clause of an utterance and its mood: what the user states, asks, or asks the agent to do."
+    text: str
+    mood: str
+
+# English: a clause that opens with a request verb (an imperative), a modal + you, or please asks the agent for something;
+# one that opens with a question word or an auxiliary, in a sentence ending in '?', asks something. Verbs, not nouns:
+# only a clause's *first* word is looked at, and only when no subject comes before it.
+EN_IMPERATIVE = frozenset('tell show recommend suggest explain remind help let give find check look draft write send book make '
+                          'do put keep add remove delete cancel change update fix translate summarize summarise list plan organize '
+                          'organise set call email text buy order compare calculate convert search read open create schedule '
+                          'prepare note reply answer forward print save share try use get bring'.split())
+_EN_ASK = frozenset('can could would will do does did is are was were have has had what where when why how who which whom '
+                    'whose shall should may might'.split())
+_EN_SUBJECT = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|he|he's|she|she's|they|they're|my|our|it's|there's)\b", re.I)
+_EN_OPEN = re.compile(r"^\W*(?:(?:and|but|so|also|oh|ok|okay|well|hmm|then|now|actually|just)\W+)*", re.I)
+_KO_QUESTION_ENDS = ('까', '니', '냐', '나요', '까요', '는지', '는지요', '련지', '래')
+
+def _en_clauses(sentence: str) -> list[Clause]:
+    parts = [p for p in re.split(r'[,;]\s*|\s+[-–—]+\s+', sentence) if p.strip()]        # commas, semicolons, dashes
+    asks = sentence.rstrip().endswith('?')
+    out, mood = [], 'statement'
+    for p in parts:
+        head = _EN_OPEN.sub('', p.replace('’', "'")).lower()
+        first = (re.findall(r"[a-z']+", head) or [''])[0]
+        if _EN_SUBJECT.match(head): mood = 'statement'
+        elif first == 'please' or re.match(r"(?:can|could|would|will)\s+you\b", head) or first in EN_IMPERATIVE:
+            mood = 'request'
+        elif asks and first in _EN_ASK: mood = 'question'
+        out.append(Clause(p.strip(), mood))
+    if asks and out and all(c.mood == 'statement' for c in out): out[-1] = Clause(out[-1].text, 'question')
+    return out
+
+def _ko_clauses(sentence: str) -> list[Clause]:
+    "Clauses cut after a connective ending (-고, -는데, -서: background to what the sentence ends with) or a comma;"
+    "only the last takes the sentence's mood: a '?' or a question ending, or a request frame (-아 줘, -아 주세요)."
+    toks = get_kiwi().tokenize(sentence)
+    cuts = []
+    for i, t in enumerate(toks):
+        tag, end = str(t.tag), t.start + t.len
+        word_end = end >= len(sentence) or not sentence[end].isalnum()          # an ending closes its word
+        if (tag.startswith('EC') and word_end and not (i + 1 < len(toks) and str(toks[i + 1].tag).startswith(('VX', 'SF')))) \
+           or (t.form == '데' and tag == 'NNB' and word_end and i and str(toks[i - 1].tag) == 'ETM') \
+           or (t.form == ',' and tag.startswith('SP')):
+            cuts.append(end)
+    bounds = [0, *[c for c in cuts if 0 < c < len(sentence.rstrip())], len(sentence)]
+    parts = [sentence[a:b].strip(' ,') for a, b in zip(bounds, bounds[1:])]
+    parts = [p for p in parts if p.strip()] or [sentence.strip()]
+    last = [t for t in toks if t.start >= bounds[-2]]
+    ef = [t.form for t in last if str(t.tag).startswith('EF')]
+    request = any(t.form in ('주', '드리') and str(t.tag).startswith(('VX', 'VV')) and j and str(last[j - 1].tag).startswith('EC')
+                  and not (j + 1 < len(last) and str(last[j + 1].tag) == 'EP') for j, t in enumerate(last))
+    if sentence.rstrip().endswith('?') or (ef and ef[-1].endswith(_KO_QUESTION_ENDS)): mood = 'question'
+    elif request: mood = 'request'
+    else: mood = 'statement'
+    return [Clause(p, 'statement') for p in parts[:-1]] + [Clause(parts[-1], mood)]
+
+def clauses(utterance: str, lang: str | None = None) -> list[Clause]:
+    "The clauses of `utterance`, each a statement, a question or a request (see above)."
+    text = clean_text(_str(utterance, 'utterance'))
+    out = []
+    for s in _sentences(text):
+        out += _ko_clauses(s) if _HANGUL.search(s) else _en_clauses(s)
+    return out
+
+def stated(utterance: str, lang: str | None = None) -> str:
+    "The statements of `utterance` only, joined: what the user says about things, not what they ask."
+    return ' '.join(c.text for c in clauses(utterance, lang) if c.mood == 'statement')
+
+_KO_DATE = re.compile(r'\d+\s*(?:시|월|일)(?![가-힣])|\d+\s*시\s*\d*\s*분?|[월화수목금토일]요일|주말|(?:오전|오후|저녁|아침|밤)\s*\d|'
+                      r'(?<![가-힣])(?:내년|작년|올해|다음\s*해|봄|여름|가을|겨울)(?![가-힣])')
+_EN_DATE = re.compile(rf'\b(?:{_DAYS}|weekend|january|february|march|april|may|june|july|august|september|october|november|'
+                      r'december|\d{1,2}(?::\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|at \d{1,2}(?::\d\d)?|\d{1,2}(?:st|nd|rd|th)|'
+                      r'next year|last year|this year)\b', re.I)
+
+def has_time(text: str, recurrence: bool = True) -> bool:
+    "True when `text` names a time: a day, a date, a clock time, or (unless `recurrence` is False) a recurrence"
+    "(내일, 토요일, 6월 3일, 3시; Friday at 7; every week, 매주)."
+    text = _str(text, 'text')
+    return any(r.search(text) for r in (_KO_WHEN, _EN_WHEN, _KO_DATE, _EN_DATE) + ((_KO_EVERY, _EN_EVERY) if recurrence else ()))
+
+# Nouns that take 은/는 without being what a clause is about: time and framing words ('지금은 수원 살아', '원래는').
+_KO_FRAME = frozenset('지금 요즘 요새 이제 오늘 어제 내일 원래 처음 나중 요번 이번 그때 옛날 당시 평소 사실 진짜 정말 그냥 이거 그거 저거 '
+                      '이건 그건'.split())
+
+def _ko_subjects(text: str) -> list[str]:
+    "The nouns `text` marks as its subject or topic (이/가, 은/는 right after a noun), first person and time words left out."
+    toks = get_kiwi().tokenize(text)
+    out = []
+    for i, t in enumerate(toks):
+        if not (str(t.tag) == 'JKS' or (str(t.tag) == 'JX' and t.form in ('은', '는'))): continue
+        j = i - 1
+        if j >= 0 and str(toks[j].tag) == 'XSN': j -= 1                   # 수진이가: the name, not its -이
+        run = []
+        while j >= 0 and str(toks[j].tag).startswith(('NNG', 'NNP')) and (not run or toks[j].start + toks[j].len == run[0].start):
+            run.insert(0, toks[j]); j -= 1
+        if not run: continue
+        noun = text[run[0].start:run[-1].start + run[-1].len]
+        if noun not in _KO_FRAME and not has_time(noun) and noun not in out: out.append(noun)
+    return out
+
+def complete_value(value: str, utterance: str, key: str = '', lang: str | None = None) -> str:
+    "`value` with the subject the user's clause names and the value dropped ('안 마셔' from '커피는 안 마셔' -> '커피 안 마셔'):"
+    "Korean leaves subjects out, and the model's value then reads as the user's own ('미국에 살아서' of '아들은 미국에 살아서')."
+    value, utterance, key = _str(value, 'value'), _str(utterance, 'utterance'), _str(key, 'key')
+    if not _HANGUL.search(value) or not _HANGUL.search(utterance) or _ko_subjects(value): return value
+    v_terms = content_terms(value)
+    if not v_terms: return value
+    own = set(v_terms) | set(content_terms(key))
+    add = []
+    for c in clauses(utterance, 'ko'):
+        c_terms = content_terms(c.text)
+        if not any(_in_text(v, c.text, c_terms) for v in v_terms): continue
+        add += [s for s in _ko_subjects(c.text) if s not in add and not any(same_term(s, o) or contains_term(s, value) for o in own)]
+    return f"{' '.join(add)} {value}" if add else value
+
+def _honoured(text: str) -> set:
+    "Korean nouns `text` marks with the honorific -님 (부장님, 선생님, 사장님): someone else, never the user."
+    toks = get_kiwi().tokenize(text) if _HANGUL.search(text) else []
+    return {toks[i - 1].form for i, t in enumerate(toks) if i and t.form == '님' and str(t.tag) == 'XSN'}
+
+def _value_topic(value: str) -> Topic | None:
+    others = _honoured(value)
+    return _terms_topic([w for w in content_terms(value) if w not in others])
+
+def value_topic(value: str, lang: str | None = None) -> str | None:
+    "The taxonomy key (in `lang`) that the words of `value` name, or None ('며느리가 반찬을 갖다 줘요' -> '가족'); a title with"
+    "-님 is someone else's ('한빛전자 최 부장님' names no job of the user's)."
+    value = _str(value, 'value')
+    t = _value_topic(value)
+    return None if t is None else getattr(t, _lang(lang, value))
+
+def _has_predicate(value: str) -> bool:
+    "Does a Korean `value` say something of its own (a verb or adjective with content), or is it a bare noun phrase ('열두 살이요')?"
+    "English has no tagger here: it is not judged (True)."
+    if not _HANGUL.search(value): return True
+    return any(str(t.tag).startswith(('VV', 'VA')) and t.form not in KO_LIGHT_STEMS or str(t.tag).startswith(('XSV', 'XSA'))
+               for t in get_kiwi().tokenize(value))
+
 # %% ../nbs/15_grounding.ipynb #3ff5ab0f
 class Reason(str, Enum):
     "Why a fact was kept or rejected: a code to count, not prose."
@@ -201,8 +460,11 @@ class Reason(str, Enum):
     INVENTED_NEGATIVE = 'invented_negative'      # "없음"/"none" with no negation of that topic in the utterance
     OTHER_PERSON = 'other_person'                # the user's "name" is someone the user talks about
     UNSUPPORTED = 'unsupported'                  # too few of the value's content terms are in the utterance
+    REQUEST = 'request'                          # the value's words are only in what the user asked, not in what they stated
+    INVENTED_KEY = 'invented_key'                # a key the user never said over a bare noun phrase ("연령: 열두 살이요")
 
 SUPPORT_SHARE = 0.5   # a value paraphrases: the model adds a verb (함, 있음, 다님) the user didn't say; half its terms must be the user's
+STRICT_TOPICS = frozenset({'allergy'})   # every *thing* an allergy's value names must be the user's: a wrong allergen is worse than none
 COPY_MIN_TERMS = 3    # as the former copied_from_example: 3 example-only terms, or half of the value, and more than the supported ones
 
 @dataclass(frozen=True)
@@ -217,8 +479,6 @@ class Grounding:
 _KO_SELF = re.compile(r'(?:제|내|저의|나의)\s*이름|(?<![가-힣])(?:저는|전|나는|난)\s|(?:이)?라고\s*(?:해|합니다|하고|불러)|^\S+\s*(?:입니다|이에요|예요)')
 _EN_SELF = re.compile(r"\b(?:my name|i'm|i am|call me|this is)\b", re.I)
 
-_LABELS = frozenset('이름 성함 name named called'.split())
-
 def _support(value: str, utterance: str, u_terms, key: str, asked: str = '') -> tuple[list, list]:
     "(matched, missing) content units of `value` against the utterance (and the question it answers, if any and if the"
     "utterance's own words match at least one unit); falls back to the key's terms when the value has none."
@@ -227,8 +487,10 @@ def _support(value: str, utterance: str, u_terms, key: str, asked: str = '') -> 
     if asked and matched:
         a_terms = content_terms(asked)
         matched += [v for v in v_terms if v not in matched and _in_text(v, asked, a_terms)]
-    # The key's own words and naming labels restate the key ('딸 이름은 하은' under 가족): not claims to find in the utterance.
-    labels = set(content_terms(key)) | _LABELS
+    # The key's taxonomy words and naming labels restate the key ('딸 이름은 하은' under 가족): not claims to find in the
+    # utterance. A free key's own words ('mobile team') are claims like the value's.
+    t = _topic_of(key)
+    labels = {w for w in content_terms(key) if t is not _OTHER and (w in (t.ko, t.en) or _word_topic(w) is t)} | _LABELS
     missing = [v for v in v_terms if v not in matched and v not in labels]
     # Names Kiwi misreads inside a short value ('하은' alone reads as 하+은): an utterance term found in the value counts.
     matched += [u for u in u_terms if len(u) >= 2 and contains_term(u, value) and not any(same_term(u, v) for v in v_terms)]
@@ -238,6 +500,38 @@ def _support(value: str, utterance: str, u_terms, key: str, asked: str = '') -> 
         if asked and matched: matched += [k for k in k_terms if k not in matched and _in_text(k, asked, content_terms(asked))]
         missing = [k for k in k_terms if k not in matched]
     return matched, missing
+
+def _key_said(key: str, utterance: str, asked: str = '') -> bool | None:
+    "Did the user say one of the key's own words (in the utterance, or in the question answered)? None when it has none."
+    words = key_terms(key)
+    if not words and _topic_of(key) is _OTHER and ' '.join(key.lower().split()) not in (_OTHER.ko, _OTHER.en):
+        words = [w for w in (strip_punct(x) for x in key.lower().split()) if w]     # a key Kiwi reads as nothing ('나이대')
+    if not words: return None
+    texts = [(utterance, content_terms(utterance))] + ([(asked, content_terms(asked))] if asked else [])
+    return any(_in_text(w, t, ts) for w in words for t, ts in texts)
+
+def _unsaid_things(value: str, missing) -> list:
+    "The things `value` names that the user did not say: missing nouns (Korean by part of speech; English words but verb"
+    "forms in -ing/-ed), other than the words of an allergy and its reactions, which the model may paraphrase."
+    allergy = next(t for t in TAXONOMY if t.en == 'allergy')
+    nouns = set(_ko_nouns(value)) if _HANGUL.search(value) else set()
+    def thing(m):
+        if _HANGUL.search(m): return m in nouns or _ko_nouns(m) == [m]        # a noun in the value, or read alone
+        return not m.endswith(('ing', 'ed')) and m not in _EN_LINKS
+    return [m for m in missing if m not in allergy.words and m not in ALLERGY_REACTIONS and _en_norm(m) not in ALLERGY_REACTIONS
+            and thing(m)]
+
+# Prepositions and conjunctions `language` keeps as content ('lips swell after eating peanuts'): they name no thing.
+_EN_LINKS = frozenset('after before during since until while because whenever around near like unless though although'.split())
+
+def _elliptical(utterance: str) -> bool:
+    "A Korean reply with no subject or topic of its own and no pronoun ('열두 살이요', '내년 봄에요'): it leans on the question."
+    if not _HANGUL.search(utterance): return False
+    return not _ko_subjects(utterance) and not any(str(t.tag) == 'NP' for t in get_kiwi().tokenize(utterance))
+
+def _names_someone(text: str) -> bool:
+    "Does `text` name a relative or an animal (the *who* of a request: '딸 하은이 생일 선물', 'my wife Anna')?"
+    return any((t := _word_topic(w)) is not None and t.en in _ENTITIES for w in content_terms(text))
 
 def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, examples=(), asked: str | None = None) -> Grounding:
     "Is the fact `key: value` supported by the user's own `utterance` (answering `asked`, if given)? A `Grounding` with `ok` and a `Reason` code."
@@ -261,6 +555,12 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
         copied = [m for m in missing if any(_in_text(m, e, ex_terms) for e in examples)]
         if len(copied) > len(matched) and (len(copied) >= COPY_MIN_TERMS or 2 * len(copied) >= n):
             return verdict(Reason.EXAMPLE_COPY)
+        # A list that carries the example as one of its items ("hives from shrimp, lost job last month"): that item is
+        # all the example's words and none of the user's.
+        for part in re.split(r'[,;]', value):
+            p_terms = [t for t in content_terms(part) if t not in matched]
+            if len(p_terms) >= 2 and len(p_terms) == len(content_terms(part)) and all(t in copied for t in p_terms):
+                return verdict(Reason.EXAMPLE_COPY)
     if is_negative(value):
         topic = _topic_of(key)
         cues = [t for t in content_terms(value) + content_terms(key)] + sorted(topic.words if topic is not _OTHER else ())
@@ -269,6 +569,20 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
         self_cue = _KO_SELF.search(utterance) if lang == 'ko' else _EN_SELF.search(utterance)
         if not self_cue: return verdict(Reason.OTHER_PERSON)
     if not matched or share < SUPPORT_SHARE: return verdict(Reason.UNSUPPORTED)
+    if _topic_of(key).en in STRICT_TOPICS and _unsaid_things(value, missing): return verdict(Reason.UNSUPPORTED)
+    # What the user asked about or asked for is not a fact about them; a request's *when* and *who* are (a plan, a relative).
+    cl = clauses(utterance, lang)
+    if any(c.mood != 'statement' for c in cl) and not has_time(value, recurrence=False) and not _names_someone(f'{key} {value}'):
+        said = ' '.join(c.text for c in cl if c.mood == 'statement')
+        m2, x2 = _support(value, said, content_terms(said), key, asked)
+        if not m2 or len(m2) / (len(m2) + len(x2)) < SUPPORT_SHARE: return verdict(Reason.REQUEST)
+    # A free key is part of what is written. A short reply with no subject of its own is about what the question asked;
+    # a key that is neither in the reply nor in the question, over a bare noun phrase naming no topic, is the model's guess
+    # ("연령: 열두 살이요" answers '나비가 몇 살이에요?'; "나의 생일: 내년 봄에요" answers '언제 제대해요?').
+    if asked and _topic_of(key) is _OTHER and _key_said(key, utterance, asked) is False and content_terms(asked) \
+            and _elliptical(utterance) and not _has_predicate(value) \
+            and value_topic(complete_value(value, utterance, key, lang), lang) is None:
+        return verdict(Reason.INVENTED_KEY)
     return verdict(Reason.GROUNDED, True)
 
 # %% ../nbs/15_grounding.ipynb #9df4b534
@@ -289,37 +603,97 @@ def fact_importance(key: str, kind: str, model: float | None = None, lang: str |
         raise GroundingError(f"model importance must be a number in 0..1 or None, got {model!r}")
     return round(base + 2 * MODEL_TIE * (float(model) - 0.5), 3)
 
-def _named(topic: Topic, text: str) -> bool:
-    return any(w in topic.words or _en_norm(w) in topic.words for w in content_terms(text))
-
-# What names an allergy besides the word: the reactions people describe it by (a mouth that swells after peaches).
-ALLERGY_REACTIONS = frozenset('붓 가렵 간지럽 두드러기 발진 swell swells swelling swollen itch itchy itching rash hives anaphylaxis'.split())
+def _evidenced(t: Topic, text: str) -> bool:
+    "Do the words of `text` name topic `t`: its words; for an allergy also a reaction; for a schedule also a time."
+    terms = content_terms(text)
+    if any(_word_topic(w) is t or w in t.words for w in terms): return True
+    if t.en == 'allergy':
+        return any(w in ALLERGY_REACTIONS or _en_norm(w) in ALLERGY_REACTIONS for w in terms) or bool(re.search(r'알레르|알러지|allerg', text, re.I))
+    return t.en == 'schedule' and has_time(text)
 
 def evidenced_key(key: str, value: str, utterance: str = '', lang: str | None = None) -> str:
-    "`canonical_key(key)`, except that an *allergy* named neither in `value` nor in `utterance` is re-keyed from the value's words."
+    "The taxonomy key of a fact from the model's `key`, checked against the words of `value` and `utterance` (see above)."
     key, value, utterance = _str(key, 'key'), _str(value, 'value'), _str(utterance, 'utterance')
     lang = _lang(lang, key, value)
     t = _topic_of(key)
-    said = content_terms(f'{value} {utterance}')
-    if t.en == 'allergy' and not (any(w in t.words or w in ALLERGY_REACTIONS or _en_norm(w) in ALLERGY_REACTIONS for w in said)
-                                  or re.search(r'알레르|알러지|allerg', f'{value} {utterance}', re.I)):
-        t = next((x for x in TAXONOMY if x.en != 'allergy' and x.words and _named(x, value)), _OTHER)
-    return getattr(t, lang)
+    if t is not _OTHER and _evidenced(t, f'{value} {utterance}'): return getattr(t, lang)
+    if t is _OTHER and ' '.join(key.lower().split()) in (t.ko, t.en): return getattr(t, lang)    # 'other' chosen, not a free key
+    named = _value_topic(value)                                 # a free key, or a topic nothing said: the value's words decide
+    if named is None: named = _OTHER if t.en == 'allergy' else t
+    return getattr(named, lang)
 
-def key_terms(key: str, lang: str | None = None) -> list[str]:
-    "The content terms of a model's key that say more than its taxonomy key and naming labels ('딸 이름' -> ['딸'])."
-    key = _str(key, 'key')
-    t = _topic_of(key)
-    return [w for w in content_terms(key) if w not in (t.ko, t.en, _en_norm(t.en)) and _en_norm(w) != _en_norm(t.en) and w not in _LABELS]
-
-def qualified_value(key: str, value: str, lang: str | None = None) -> str:
-    "`value`, prefixed by the model's `key` when the key says something the value does not ('딸 이름', '수진' -> '딸 이름 수진')."
+def qualified_value(key: str, value: str, lang: str | None = None, said: str | None = None) -> str:
+    "`value`, prefixed by the model's `key` when the key says something the value does not ('딸 이름', '수진' -> '딸 이름 수진');"
+    "given `said` (the user's line and the question it answers), only the key's words found there."
     key, value = _str(key, 'key'), _str(value, 'value')
     extra = key_terms(key, lang)
     if not extra: return value
     v_terms = content_terms(value)
-    if all(_in_text(w, value, v_terms) for w in extra): return value
+    extra = [w for w in extra if not _in_text(w, value, v_terms)]
+    if not extra: return value
+    if said is not None:
+        s_terms = content_terms(_str(said, 'said'))
+        kept = [w for w in extra if _in_text(w, said, s_terms)]
+        if len(kept) < len(extra):                  # only what was said, and only its nouns: a stem alone ('살') reads as nothing
+            nouns = set(_ko_nouns(key)) if _HANGUL.search(key) else set(kept)
+            kept = [w for w in kept if w in nouns]
+            return f"{' '.join(kept)} {value}" if kept else value
     return f'{" ".join(key.split())} {value}'
+
+def _kind_cues(value: str, utterance: str) -> str:
+    "The time and recurrence words of the user's clauses that state `value` and that the value left out ('다음 달' of '나 다음 달에 이사 가')."
+    regs = (_KO_EVERY, _EN_EVERY, _KO_WHEN, _EN_WHEN, _CHRONIC)
+    v_terms = content_terms(value)
+    cues = []
+    for c in clauses(utterance):
+        c_terms = content_terms(c.text)
+        if c.mood == 'statement' and v_terms and any(_in_text(v, c.text, c_terms) for v in v_terms):
+            cues += [m.group() for r in regs for m in r.finditer(c.text) if m.group() and m.group() not in value]
+    return ' '.join(dict.fromkeys(cues))
+
+@dataclass(frozen=True)
+class Repaired:
+    "A grounded fact as it is written: `key` (a taxonomy key, or the model's free key under other), `value`, its"
+    "taxonomy `topic`, its `kind`, and the `repairs` made to the model's answer."
+    key: str
+    value: str
+    topic: str
+    kind: str
+    repairs: tuple = ()
+
+REPAIRS = ('key_was_statement', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
+
+def restated(key: str, value: str, lang: str | None = None) -> tuple[str, str] | None:
+    "(key, value) of a fact the model wrote the wrong way round — the user's statement as its key, a bare reply as its value"
+    "('천식이 있어서 겨울엔 좀 힘들어요': '네'): the statement becomes the value, under the key its words name (else other); None"
+    "for any other fact. Korean only: a statement is told from a key by its verb (English keys are not judged)."
+    key, value = _str(key, 'key'), _str(value, 'value')
+    if not _HANGUL.search(key) or len(content_terms(key)) < 2 or not _has_predicate(key): return None
+    if not is_contentless(value) or is_negative(value): return None
+    t = _value_topic(key) or _OTHER
+    return getattr(t, _lang(lang, key)), ' '.join(key.split())
+
+def repair(key: str, value: str, utterance: str = '', lang: str | None = None, *, asked: str | None = None) -> Repaired:
+    "Write a grounded fact from the user's words: the subject the value dropped, the key the words name, the key's words the"
+    "user said, and the kind the user's clause gives (see above)."
+    key, value, utterance = _str(key, 'key'), _str(value, 'value'), _str(utterance, 'utterance')
+    asked = '' if asked is None else _str(asked, 'asked')
+    lang = _lang(lang, key, value)
+    fixes = []
+    v = complete_value(value, utterance, key, lang)
+    if v != value: fixes.append('subject_added')
+    topic = evidenced_key(key, v, f'{utterance} {asked}', lang)
+    if topic != canonical_key(key, lang): fixes.append('rekeyed')
+    if topic in ('기타', 'other'):                     # the model's own free key, kept under other; a topic it lost: 'other'
+        out_key, out = (key if canonical_key(key, lang) == topic else topic), v
+    else:
+        said = f'{utterance} {asked}'.strip() or None                  # no line given: nothing to check the key against
+        out_key, out = topic, qualified_value(key, v, lang, said=said)
+        if out != qualified_value(key, v, lang): fixes.append('key_words_dropped')
+    kind = fact_kind(topic, out, lang)
+    cues = _kind_cues(out, utterance) if utterance else ''
+    if cues and (k2 := fact_kind(topic, f'{out} {cues}', lang)) != kind: kind = k2; fixes.append('kind_from_line')
+    return Repaired(out_key, out, topic, kind, tuple(fixes))
 
 # Words that say how a thing is, not what it is: two facts sharing only these are not about the same thing.
 _STATE_WORDS = frozenset('통증 증상 상태 정도 요즘 지금 이제 pain ache aches aching hurt hurts healed recovered better worse '

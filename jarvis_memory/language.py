@@ -489,9 +489,15 @@ def _ko_keep(term: str, kind: str, *, ack: bool) -> str | None:
 
 _PARTICLE_SET = frozenset(PARTICLES)
 
+# A greeting by the time of day is a whole clause of its own ("Morning.", "Good evening!", "좋은 아침이에요"); "every
+# morning" or "아침마다" is not one, and content_terms (what a line is about) keeps the word either way.
+_GREETING = re.compile(r'(?:^|(?<=[.!?,;\n]))\s*(?:(?:good\s+)?(?:morning|afternoon|evening|night)|좋은\s*(?:아침|오후|저녁|밤|하루)'
+                       r'(?:이에요|예요|입니다|이요|요)?|굿\s*모닝)\s*(?=[.!?,;\n~]|$)', re.I)
+
 @functools.lru_cache(maxsize=4096)
 def _content(text: str, ack: bool) -> tuple[str, ...]:
     text = clean_text(text[:_CONTENT_CHARS])
+    if ack: text = _GREETING.sub(' ', text)                   # a greeting alone answers nothing either
     if _HANGUL_RE.search(text):                                # Kiwi reads Hangul (and Latin inside it)
         terms = [_ko_keep(t, k, ack=ack) for t, k in _ko_units(text)]
         # a misread guard: a longer particle (이랑, 에서는) tagged as a noun in odd input is never content

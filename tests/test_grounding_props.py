@@ -115,7 +115,7 @@ def test_an_allergy_the_user_never_named_is_rekeyed(utterance, value):
     assert evidenced_key('allergy', value, utterance, 'en') != 'allergy'
 
 
-import tempfile
+import json, tempfile
 from jarvis_memory.chroma import ChromaStore
 from jarvis_memory.consolidation import Consolidation, ground_fact
 from jarvis_memory.embeddings import HashingEmbedder
@@ -152,4 +152,110 @@ def test_consolidation_writes_only_grounded_facts(utterances, facts):
         g = r.groups[0]
         assert len(g.checked) == len(g.written) + len(g.unchanged) + sum(1 for c in g.checked if c['reason'] != 'grounded')
         assert all(c['reason'] in {x.value for x in Reason} for c in g.checked)
+        core.close()
+
+
+# --- grounding against what the user states, who a fact is about, and keys the user never said (issue 17) ---
+
+QUESTIONS_EN = ['are there strobe effects at her concerts?', 'can you find tickets for the London show?',
+                'what do you think of strategy board games?', 'could you recommend a quiet ramen place?',
+                'did you watch the Liverpool match?']
+REQUESTS_KO = ['고객사 미팅 메일 초안 써줘.', '보고서 요약해 줘.', '맛집 추천해줘.', '축의금 얼마가 적당해?', '회의 자료 정리해 주세요.']
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.sampled_from(SENTENCES), st.sampled_from(QUESTIONS_EN + REQUESTS_KO), st.data())
+def test_what_the_user_asks_is_no_fact(statement, asked_for, data):
+    # Words only in the user's question or request (no date, no relative) are what they want, not what they are:
+    # "strobe effects at her concerts", "고객사 미팅 메일". Grounding in the whole line would accept them.
+    from jarvis_memory.grounding import same_term
+    utterance = f'{statement}. {asked_for}'
+    own = content_terms(statement)
+    terms = [t for t in content_terms(asked_for) if not any(same_term(t, o) for o in own)]
+    assume(len(terms) >= 2)
+    value = ' '.join(data.draw(st.lists(st.sampled_from(terms), min_size=2, max_size=len(terms), unique=True)))
+    assume(not is_negative(value) and not is_contentless(value))          # (none of these asks names a date or a relative)
+    key = data.draw(st.sampled_from(['취향', '기타', 'preference', 'other', '메모']))
+    g = grounded(key, value, utterance)
+    assert not g.ok, (key, value, utterance, g)
+    assert g.reason.value in ('request', 'unsupported'), (key, value, utterance, g)
+
+
+ALLERGENS = ['sesame', 'peanuts', 'shellfish', 'penicillin', 'pollen', 'latex', '땅콩', '복숭아', '갑각류', '새우', '메밀']
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.sampled_from(ALLERGENS), st.sampled_from(ALLERGENS))
+def test_an_allergy_names_the_users_allergen(said, written):
+    # "allergy: seeds" from "I'm allergic to sesame": half the words match and the allergen is wrong.
+    assume(said != written and said.isascii() == written.isascii())
+    utt = f"I'm allergic to {said}." if said.isascii() else f'나 {said} 알레르기 있어.'
+    value = f'allergic to {written}' if said.isascii() else f'{written} 알레르기'
+    assert not grounded('allergy' if said.isascii() else '알레르기', value, utt).ok
+    assert grounded('allergy' if said.isascii() else '알레르기', value.replace(written, said), utt).ok
+
+
+THIRD = ['나비가', '민준이가', '아드님이', '강아지가', '손주가']
+REPLIES = ['열두 살이요.', '내년 봄에요.', '다음 달이요.', '서울이요.', '부산 공장이요.']
+FREE_KEYS = ['연령', '나의 생일', '직급', '소요 기간', '나이대']
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.sampled_from(THIRD), st.sampled_from(['몇 살이에요?', '언제 와요?', '어디 있어요?']), st.sampled_from(REPLIES),
+       st.sampled_from(FREE_KEYS))
+def test_a_short_reply_about_someone_else_keeps_no_invented_key(who, q, reply, key):
+    # "연령: 열두 살이요" answering "나비가 몇 살이에요?": the reply has no subject of its own, the question is about
+    # someone else, and the key is the model's guess. A key the question asked, or a subject of the user's, is kept.
+    from jarvis_memory.grounding import key_terms
+    assume(not any(w in q for w in key_terms(key)))
+    value = reply.rstrip('.').removesuffix('요').removesuffix('이')
+    g = grounded(key, value, reply, 'ko', asked=f'{who} {q}')
+    assert not g.ok, (key, value, reply, g)
+    assert g.reason.value in ('invented_key', 'unsupported', 'contentless_value'), (key, value, reply, g)
+    assert grounded(key, value, f'저는 {reply}', 'ko', asked=f'{who} {q}').reason.value != 'invented_key'
+
+
+PEOPLE = ['아들은', '딸은', '며느리가', '남편은', '동생이', '할머니는']
+PREDICATES = ['미국에 살아요', '명절에만 와요', '커피를 안 마셔요', '주말마다 등산 가요', '서울에서 일해요']
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(st.sampled_from(PEOPLE), st.sampled_from(PREDICATES))
+def test_a_value_gets_back_the_subject_the_user_said(subject, predicate):
+    # Korean drops subjects; the model's value "미국에 살아요" from "아들은 미국에 살아요" reads as the user's own fact.
+    from jarvis_memory.grounding import repair
+    r = repair('기타 정보', predicate, f'{subject} {predicate}.', 'ko')
+    noun = subject[:-1]
+    assert r.value.startswith(noun) and 'subject_added' in r.repairs, r
+    assert r.topic == '가족', r                                   # a relative is named: the fact is about family
+    assert noun not in repair('기타 정보', predicate, f'저는 {predicate}.', 'ko').value     # 저: the user, nothing to add
+
+
+@hsettings(max_examples=10, deadline=None)
+@given(st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=3),
+       st.lists(st.tuples(st.sampled_from(SENTENCES), st.sampled_from(['key', 'value', 'importance', None])), min_size=1, max_size=4,
+                unique_by=lambda x: x[0]))
+def test_an_answer_missing_a_field_loses_only_that_fact(utterances, facts):
+    # Issue 17 item 7: a fact without importance is repaired (written from its topic and kind), one without key or value
+    # is dropped with its reason; the rest of the answer, and the session, stay. Nothing is dropped silently.
+    answer = []
+    for s, drop in facts:
+        f = {'key': '기타' if any('\uac00' <= c <= '\ud7a3' for c in s) else 'other', 'value': s, 'importance': 0.8}
+        if drop: f.pop(drop)
+        answer.append(f)
+    with tempfile.TemporaryDirectory() as d:
+        s = Settings(path=d, embedding_provider='hashing')
+        core = Consolidation(ChromaStore(s, embedder=HashingEmbedder()), s, clock=lambda: 2e9)
+        sc = MemoryScope('p', 'main', 's')
+        for n, u in enumerate(utterances, 1): core.record(TurnRecord(sc, n, u, '네.', at=1e9 + 60 * n))
+        r = core.consolidate(sc, FakeLLM([json.dumps({'facts': answer}, ensure_ascii=False)]), session_id='s')
+        g = r.groups[0]
+        assert g.status == 'done' and r.complete, str(r)                           # the session is consolidated, not lost
+        no_field = [f for f in answer if 'key' not in f or 'value' not in f]
+        assert sorted(x for _, x in g.dropped if x in ('no key', 'no value')) == sorted(
+            'no key' if 'key' not in f else 'no value' for f in no_field)
+        repaired = [f for f in answer if 'importance' not in f and 'key' in f and 'value' in f]
+        assert sum(x == 'no importance' for _, x in g.repaired) == len(repaired)
+        assert len(g.checked) == len(answer) - len(no_field)                     # every other fact was judged
+        assert all(d[1] for d in g.dropped)                                        # every drop says why
         core.close()
