@@ -423,6 +423,16 @@ def _grounded_source(g: _Group, f: dict, src: MemoryItem, rule: str, lang: str |
         if v2.ok: return g.episodes[i], 'grounding', u2, a2, v2
     return src, rule, utt, asked, v
 
+def _drop_orphans(self: Consolidation, scope: MemoryScope, made: list, rep: GroupReport) -> None:
+    "Facts this batch wrote whose source turn was forgotten while the model was answering are deleted too (issue 14, S-7.4)."
+    if not made: return
+    alive = {it.id for it in self.store.get(scope, list(dict.fromkeys(s for _, s in made)))}
+    gone = [f for f, s in made if s not in alive]
+    if not gone: return
+    self.store.delete(scope, gone)
+    rep.written = [f for f in rep.written if f not in gone]
+    rep.dropped += [(f, 'source_forgotten') for f in gone]
+
 @patch
 def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | None = None, session_id: str | None = None,
                 about: str | None = None) -> ConsolidationReport:
@@ -459,6 +469,7 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
                 rep.repaired.append((json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), 'key_was_statement'))
                 f['key'], f['value'] = r
         rep.repaired += [(json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), f['repaired']) for f in kept if 'repaired' in f]
+        made = []                                    # (fact id, source turn id) written by this batch
         for f, (src, rule) in zip(kept, self._provenance(gscope, g, kept)):
             src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about)
             lang = rep.lang or text_language(utt or f['value'])
@@ -471,6 +482,8 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
             if about: meta['about'] = about          # whose fact it is, shown as `[about]` in the block (19_recall)
             it, wrote = self._write_extracted(gscope, fact, meta, src.created_at)
             (rep.written if wrote else rep.unchanged).append(it.id)
+            if wrote: made.append((it.id, src.id))
+        _drop_orphans(self, gscope, made, rep)
         self.store.update_metadata(scope, rep.episode_ids, {'consolidated': True, 'consolidated_at': now})
         rep.status = 'done' if rep.sent else 'empty'
         rep.seconds = time.perf_counter() - t0

@@ -251,3 +251,27 @@ def test_f8_forgetting_an_exchange_takes_the_models_built_from_its_copy(tmp_path
     from jarvis_memory.service import user_model_files
     assert [p for p in user_model_files(svc.settings, 'u') if 'QZ-5150' in p.read_text(encoding='utf-8')] == []
     svc.close()
+
+
+def test_f8_consolidation_while_the_user_forgets(tmp_path):
+    "The forget runs inside consolidation's LLM call, after the batch read the turn and before its facts are written."
+    "Before the fix the fact extracted from the forgotten turn was written afterwards and recalled."
+    svc = service(tmp_path)
+    me = MemoryScope('u', 'main', 's1')
+    h = [U('내 사물함 번호는 QZ-7731이야'), A('알겠어요.')]
+    svc.record_turn(me, h)
+    svc.record_turn(me, h + [U('나는 부산에 살아'), A('부산이군요.')])
+
+    calls = []
+    def meanwhile(messages, schema):
+        calls.append(messages[-1]['content'])
+        svc.forget(me, query='QZ-7731', scrub=False)                     # the batch has read it
+        return {'facts': [{'key': '사물함 번호', 'value': 'QZ-7731', 'importance': 0.9},
+                          {'key': '거주지', 'value': '부산', 'importance': 0.9}]}
+    rep = svc.consolidate(me, FakeLLM(meanwhile))
+    assert any('QZ-7731' in c for c in calls)
+    every = svc.store.list(me, filter=Filter(include_superseded=True), order_by=None)
+    assert [it.content for it in every if 'QZ-7731' in it.content] == []
+    assert any(it.content.endswith('부산') for it in every if it.source == 'extracted')   # the other turn's fact stays
+    assert any(reason == 'source_forgotten' for g in rep.groups for _, reason in g.dropped)
+    svc.close()
