@@ -385,7 +385,9 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     lines = {t.id: t.text for t in conv.turns}
     emb = store.embedder
     queries = [recall_query(q.question, None, query_chars=settings.query_chars, min_chars=settings.deixis_min_chars) for q in questions]
-    qvecs = emb.embed(queries, query=True) if emb is not None and queries else [None] * len(queries)   # one batch (and cache) for all
+    said = [q for q in queries if q.strip()]         # a question that says nothing ("네") has no query and no vector
+    vecs = iter(emb.embed(said, query=True) if emb is not None and said else [])    # one batch (and cache) for all
+    qvecs = [next(vecs) if emb is not None and q.strip() else None for q in queries]
     out = {a: {} for a in arms}
     for q, query, qv in zip(questions, queries, qvecs):
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
