@@ -47,7 +47,7 @@ class Settings:
     # S-5 recall query
     query_chars: int = 200             # S-5.1
     deixis_min_chars: int = 8          # S-5.2: shorter utterances get the previous exchange
-    min_cosine: float = 0.3            # vector pool floor (S-5.4)
+    min_cosine: float = 0.3            # vector pool floor (S-5.4); for USE the 95th pct of unrelated pairs (bench/cosine_floor.py)
     pool_size: int = 20                # candidates per pool (newest, most important, nearest)
     fusion: str = 'rrf'                # 'rrf': vector, BM25 and time legs fused by reciprocal rank (issue 13); 'none': cosine only
     rrf_k: int = 60                    # RRF's constant (Cormack, Clarke & Buettcher 2009), not fitted here
