@@ -335,6 +335,15 @@ def turn_of(item: MemoryItem) -> str:
 # %% ../nbs/19_recall.ipynb #fac55e46
 LEGS = ('vector', 'lexical', 'temporal')
 
+def _tied_ranks(order: list, score, tol: float) -> dict:
+    "Competition ranks (1, 2, 2, 4) over `order` (best first): a score within `tol` of its run's best shares that rank."
+    ranks, best, r = {}, None, 0
+    for n, c in enumerate(order, 1):
+        s = score(c)
+        if best is None or best - s > tol + 1e-12: best, r = s, n
+        ranks[c.id] = r
+    return ranks
+
 def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]:
     "Reciprocal-rank fusion of the vector, lexical and temporal legs over `candidates` (merged by id): each gets `fused` in 0..1 and its `legs` ranks."
     settings = _check_settings(settings)
@@ -347,7 +356,11 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     active = [leg for leg in LEGS if orders[leg]]
     if not active: return cands
     top = sum(1.0 / (k + 1) for _ in active)
-    ranks = {leg: {c.id: r for r, c in enumerate(orders[leg], 1)} for leg in active}
+    band = settings.relevance_band
+    tol = {'vector': band, 'temporal': band, 'lexical': band * (orders['lexical'][0].lexical if orders['lexical'] else 0.0)}
+    key = {'vector': lambda c: c.relevance, 'temporal': lambda c: -1.0 if c.relevance is None else c.relevance,
+           'lexical': lambda c: c.lexical}
+    ranks = {leg: _tied_ranks(orders[leg], key[leg], tol[leg]) for leg in active}
     out = []
     for c in cands:
         legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])
