@@ -14,6 +14,7 @@ import numpy as np
 
 from .scope import MemoryInputError, MemoryUnavailable
 from .language import clean_text, content_terms, strip_particles_list
+from .timeexpr import say_date
 
 # %% auto #0
 __all__ = ['LexicalError', 'lexical_terms', 'lexical_text', 'LexicalIndex', 'LexicalIndexes']
@@ -71,14 +72,11 @@ def lexical_terms(text: str) -> list[str]:
     return [stem(t) if _LATIN_TERM.fullmatch(t) else t for t in out]
 
 # %% ../nbs/12c_lexical.ipynb #834ab336
-_MONTH_EN = ('January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October',
-             'November', 'December')
-
 def _day_words(t) -> str:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t): return ''
     try: d = dt.datetime.fromtimestamp(t, dt.timezone.utc).date()
     except (OverflowError, OSError, ValueError): return ''
-    return f"{d.day} {_MONTH_EN[d.month - 1]} {d.year} {d.year}년 {d.month}월 {d.day}일 {d.isoformat()}"
+    return f"{say_date(t, 'en')} {say_date(t, 'ko')} {d.isoformat()}"
 
 def lexical_text(content: str, metadata: dict | None = None) -> str:
     "What the lexical leg indexes for an item: its text, then the speakers, whom it is about, and its day in words."

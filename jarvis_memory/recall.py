@@ -14,7 +14,7 @@ import numpy as np
 
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
 from .settings import Settings
-from .timeexpr import TimeRange, TimeExprError, time_ranges
+from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
 from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
@@ -24,7 +24,7 @@ from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, ra
 from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
-__all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'say_date', 'session_header', 'learned_on',
+__all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
            'block_language', 'says', 'block_line', 'item_line', 'session_key', 'query_vector', 'gather', 'core_block',
            'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'Recall', 'says_nothing', 'turn_of', 'fuse',
            'arrange', 'Collected', 'collect', 'recall']
@@ -34,7 +34,6 @@ from .language import text_language
 
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
 ROLE_NAMES = {'ko': ('사용자', '비서'), 'en': ('User', 'Assistant')}     # who spoke, when a memory records no names
-_MONTHS = ('January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December')
 
 def _utc(t: float) -> _dt.datetime: return _dt.datetime.fromtimestamp(t, _dt.timezone.utc)
 def _day(t: float) -> str: return _utc(t).strftime('%Y-%m-%d')
@@ -42,11 +41,6 @@ def _day(t: float) -> str: return _utc(t).strftime('%Y-%m-%d')
 def _check_lang(lang) -> str:
     if lang not in ROLE_NAMES: raise MemoryInputError(f"lang must be one of {tuple(ROLE_NAMES)}, got {lang!r}")
     return lang
-
-def say_date(t: float, lang: str) -> str:
-    "The (UTC) day of `t` in words: '7 May 2023' in English, '2023년 5월 7일' in Korean."
-    d = _utc(t)
-    return f"{d.year}년 {d.month}월 {d.day}일" if _check_lang(lang) == 'ko' else f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
 
 def session_header(t: float, lang: str) -> str:
     "The line above a session's memories in the recall block: 'On 7 May 2023:' / '2023년 5월 7일:'."
@@ -205,9 +199,10 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
         cue = term_share(terms, it.content)
         pools = {'keyword'} if cue > 0 else set()
         if rel is not None and rel >= floor: pools.add('nearest')
-        if bm.get(it.id, 0.0) > 0: pools.add('lexical')
-        if _timely(it, ranges): pools.add('temporal')
-        out.append(Candidate(replace(it, embedding=None), rel, cue, pools, lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges)))
+        lex, timely = max(0.0, bm.get(it.id, 0.0)), _timely(it, ranges)
+        if lex > 0: pools.add('lexical')
+        if timely: pools.add('temporal')
+        out.append(Candidate(replace(it, embedding=None), rel, cue, pools, lexical=lex, timely=timely))
     return out
 
 # %% ../nbs/19_recall.ipynb #950e74bc
@@ -349,18 +344,17 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     settings = _check_settings(settings)
     cands = _merge((None, c) for c in _candidates(candidates))
     floor, k = settings.min_cosine, settings.rrf_k
-    orders = {'vector': sorted((c for c in cands if c.relevance is not None and c.relevance >= floor), key=lambda c: (-c.relevance, c.id)),
-              'lexical': sorted((c for c in cands if c.lexical > 0), key=lambda c: (-c.lexical, c.id)),
-              'temporal': sorted((c for c in cands if c.timely),
-                                 key=lambda c: (-(c.relevance if c.relevance is not None else -1.0), -c.item.created_at, c.id))}
+    member = {'vector': lambda c: c.relevance is not None and c.relevance >= floor, 'lexical': lambda c: c.lexical > 0,
+              'temporal': lambda c: c.timely}
+    key = {'vector': lambda c: c.relevance, 'lexical': lambda c: c.lexical,
+           'temporal': lambda c: -1.0 if c.relevance is None else c.relevance}
+    orders = {leg: sorted((c for c in cands if member[leg](c)), key=lambda c, f=key[leg]: (-f(c), c.id)) for leg in LEGS}
     active = [leg for leg in LEGS if orders[leg]]
     if not active: return cands
     top = sum(1.0 / (k + 1) for _ in active)
-    band = settings.relevance_band
-    tol = {'vector': band, 'temporal': band, 'lexical': band * (orders['lexical'][0].lexical if orders['lexical'] else 0.0)}
-    key = {'vector': lambda c: c.relevance, 'temporal': lambda c: -1.0 if c.relevance is None else c.relevance,
-           'lexical': lambda c: c.lexical}
-    ranks = {leg: _tied_ranks(orders[leg], key[leg], tol[leg]) for leg in active}
+    band = settings.relevance_band                          # a leg's indistinguishable scores (cosine noise) share a rank
+    ranks = {leg: _tied_ranks(orders[leg], key[leg], band * (key[leg](orders[leg][0]) if leg == 'lexical' else 1.0))
+             for leg in active}
     out = []
     for c in cands:
         legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])

@@ -15,7 +15,7 @@ from .scope import MemoryInputError
 from .language import clean_text
 
 # %% auto #0
-__all__ = ['TimeExprError', 'TimeRange', 'time_ranges', 'asks_when']
+__all__ = ['TimeExprError', 'TimeRange', 'time_ranges', 'asks_when', 'say_date']
 
 # %% ../nbs/12b_time.ipynb #2c3b0a4a
 class TimeExprError(MemoryInputError):
@@ -329,3 +329,13 @@ def asks_when(text: str) -> bool:
     if not isinstance(text, str): raise TimeExprError(f"text must be a string, got {type(text).__name__}: {text!r:.60}")
     text = clean_text(text[:_MAX_CHARS])
     return bool(_WHEN_KO.search(text) or _WHEN_EN.search(text))
+
+# %% ../nbs/12b_time.ipynb #18eede9a
+_MONTH_NAMES = ('January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October',
+                'November', 'December')
+
+def say_date(t: float, lang: str) -> str:
+    "The (UTC) day of `t` in words: '7 May 2023' in English, '2023년 5월 7일' in Korean."
+    if lang not in ('ko', 'en'): raise TimeExprError(f"lang must be one of ('ko', 'en'), got {lang!r}")
+    d = datetime.fromtimestamp(t, timezone.utc)
+    return f"{d.year}년 {d.month}월 {d.day}일" if lang == 'ko' else f"{d.day} {_MONTH_NAMES[d.month - 1]} {d.year}"
