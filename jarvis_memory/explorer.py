@@ -24,19 +24,19 @@ from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_share
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
-from .recall import case_variants, source_candidates, arrange, fit_lines, _ranges
+from .recall import case_variants, source_candidates, arrange, fit_lines, _ranges, recall_limits
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
 from .arms import turn_line, run_arm
 
 # %% auto #0
-__all__ = ['DEMO_FORMAT', 'DAY', 'ROW_KEYS', 'COLORS', 'CSS', 'NEW_SESSION', 'ROW_FORMAT', 'METRIC_FIELDS', 'SHOWN_FIELDS',
-           'VERDICT_METRICS', 'DEMO_QUERY', 'ExplorerError', 'demo_data_path', 'demo_store', 'session_history',
-           'user_msg', 'Probe', 'probe', 'Ranking', 'replay', 'explain', 'settings_diff', 'compare', 'bar_labels',
-           'ranking_figure', 'query_html', 'panel_html', 'RecallExplorer', 'question_row', 'question_rows',
-           'check_question_row', 'row_result', 'row_shown', 'write_question_rows', 'by_arm', 'read_question_rows',
-           'verdict', 'replace_arm', 'raw_demo_arm', 'demo_results', 'QuestionBrowser', 'app']
+__all__ = ['DEMO_FORMAT', 'DAY', 'ROW_KEYS', 'LIMIT_KEYS', 'COLORS', 'CSS', 'NEW_SESSION', 'ROW_FORMAT', 'METRIC_FIELDS',
+           'SHOWN_FIELDS', 'VERDICT_METRICS', 'DEMO_QUERY', 'ExplorerError', 'demo_data_path', 'demo_store',
+           'session_history', 'user_msg', 'Probe', 'probe', 'Ranking', 'limits', 'replay', 'explain', 'settings_diff',
+           'compare', 'bar_labels', 'ranking_figure', 'query_html', 'panel_html', 'RecallExplorer', 'question_row',
+           'question_rows', 'check_question_row', 'row_result', 'row_shown', 'write_question_rows', 'by_arm',
+           'read_question_rows', 'verdict', 'replace_arm', 'raw_demo_arm', 'demo_results', 'QuestionBrowser', 'app']
 
 # %% ../nbs/40_explorer.ipynb #66292afc
 class ExplorerError(MemoryInputError):
@@ -193,7 +193,7 @@ class Ranking:
     rows: list                     # one dict per candidate, in display order (see `ROW_KEYS`)
     window: list                   # the messages the model sees (S-3.1)
     text: str                      # the blocks exactly as the model sees them (`Observation.text`)
-    shown: list                    # `BlockLine`s of the recall block under `settings.budget_chars`
+    shown: list                    # `BlockLine`s of the recall block under `limits(settings)`'s budget
     cut: int | None                # index in `recall` of the first line the budget cuts or drops, None if all fit
     excluded: dict                 # item id -> Exclusion
     lines: list = field(default_factory=list)   # the recall block's `BlockLine`s uncut, in rank order (a session's header on its first line by rank)
@@ -206,6 +206,13 @@ ROW_KEYS = ('order', 'rank', 'in_result', 'id', 'kind', 'source', 'content', 'da
             'relevance_from', 'flashbulb', 'slot', 'reason', 'excluded', 'excluded_why', 'source_of', 'added', 'budget', 'mode')
 
 # %% ../nbs/40_explorer.ipynb #bdaae941
+LIMIT_KEYS = {True: ('recall_cap', 'recall_chars'), False: ('recall_k', 'budget_chars')}   # what the k and budget controls set
+
+def limits(settings: Settings) -> tuple[int, int]:
+    "The k and the budget the explorer shows: `observe`'s (`recall_limits`), or with no budget there (`recall_chars=0`) the top `recall_k` and the evaluation's `budget_chars` as the cut to preview."
+    k, budget = recall_limits(settings)
+    return k, budget if budget is not None else settings.budget_chars
+
 def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     "Re-rank the probed candidates under `settings` without touching the store (S-3.3, S-6, S-8, S-12.3 budget)."
     settings = _check_settings(settings)
@@ -222,7 +229,8 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     mode = 'source' if s.source_recall else 'composite'
     added = [c for c in case.sources if c.id not in cand_ids] if mode == 'source' else []
     core = obs.result.core if obs.result else []
-    res = arrange(obs.candidates, obs.now, s, sources=added, core=core, window_ids=in_window, k=s.recall_k,
+    k, budget = recall_limits(s)                  # observe's own k and budget (issue 12)
+    res = arrange(obs.candidates, obs.now, s, sources=added, core=core, window_ids=in_window, k=k, budget=budget,
                   query=obs.query, terms=obs.terms)
     recall = res.ranked
     excluded = dict(res.excluded)
@@ -238,7 +246,8 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     rest = sorted((x for i, x in scores.items() if i not in in_result and i not in excluded), key=order)
     gone = sorted((x for i, x in scores.items() if i in excluded), key=order)
     rec_lines = [ln for ln in res.all_lines() if ln.block == 'recall']
-    shown = fit_lines(rec_lines, s.budget_chars) if rec_lines else []
+    if budget is not None: shown = [ln for ln in fit_lines(res.all_lines(), budget) if ln.block == 'recall']   # as observe cut it
+    else: shown = fit_lines(rec_lines, s.budget_chars) if rec_lines else []         # what a budgeted recall would keep
     cut = next((i for i, sh in enumerate(shown) if sh.cut), len(shown) if len(shown) < len(rec_lines) else None)
     block = {x.id: x for x in recall}
     rows = []
@@ -330,12 +339,12 @@ def ranking_figure(ranking: Ranking, fig=None, *, max_bars: int = 20, title: str
     shapes, notes = [], []
     if k and k < len(rows):
         shapes.append(dict(type='line', xref='x', yref='paper', x0=k - 0.5, x1=k - 0.5, y0=0, y1=1, line=dict(dash='dash', color='#555')))
-        notes.append(dict(xref='x', yref='paper', x=k - 0.5, y=0.99, yanchor='top', text=f' top k = {ranking.settings.recall_k}', showarrow=False,
+        notes.append(dict(xref='x', yref='paper', x=k - 0.5, y=0.99, yanchor='top', text=f' top k = {limits(ranking.settings)[0]}', showarrow=False,
                           xanchor='left', font=dict(size=11)))
     if ranking.cut is not None:
         cx = ranking.cut if ranking.shown[ranking.cut:ranking.cut + 1] and ranking.shown[ranking.cut].cut else ranking.cut - 0.5
         shapes.append(dict(type='line', xref='x', yref='paper', x0=cx, x1=cx, y0=0, y1=1, line=dict(color='#d62728', width=2)))
-        notes.append(dict(xref='x', yref='paper', x=cx, y=0.92, yanchor='top', text=f' ✂ budget {ranking.settings.budget_chars} chars',
+        notes.append(dict(xref='x', yref='paper', x=cx, y=0.92, yanchor='top', text=f' ✂ budget {limits(ranking.settings)[1]} chars',
                           showarrow=False, xanchor='left', font=dict(size=11, color='#d62728')))
     mode = 'source recall (S-8): block ranked by query relevance (◆)' if src else 'composite score (S-6)'
     with fig.batch_update():
@@ -424,7 +433,7 @@ def panel_html(case: Probe, ranking: Ranking) -> str:
         h.append("</ul>")
     lines = [ln.text for ln in ranking.lines]                 # as the budget counts them: session headers included
     total = sum(map(len, lines))
-    h.append(f"<h4>Budget (S-12.3): {ranking.settings.budget_chars:,} characters</h4>")
+    h.append(f"<h4>Budget (S-12.3): {limits(ranking.settings)[1]:,} characters</h4>")
     if ranking.cut is None: h.append(f"<div>the {len(lines)} recall lines take {total:,} characters: nothing is cut</div>")
     else:
         h.append("<pre>")
@@ -464,9 +473,10 @@ class RecallExplorer:
                             continuous_update=False, layout=W.Layout(width='70%'))
         self.run = W.Button(description='Recall', button_style='primary', icon='search')
         self.source_recall = W.Checkbox(value=self.base.source_recall, description='source recall (S-8)', indent=False)
-        self.k = W.IntSlider(value=self.base.recall_k, min=1, max=10, description='k', **sl)
+        k0, b0 = limits(self.base)
+        self.k = W.IntSlider(value=k0, min=1, max=max(20, k0), description='k', **sl)
         self.stm = W.IntSlider(value=self.base.stm_turns, min=1, max=10, description='stm_turns', **sl)
-        self.budget = W.IntSlider(value=self.base.budget_chars, min=20, max=max(5120, self.base.budget_chars), step=20, description='budget chars', **sl)
+        self.budget = W.IntSlider(value=b0, min=20, max=max(5120, b0), step=20, description='budget chars', **sl)
         self.weights = {kind: {c: W.FloatSlider(value=self.base.weights[kind][c], min=0, max=1, step=0.05, description=c, **sl)
                                for c in COMPONENTS} for kind in ('semantic', 'episodic')}
         hl = lambda v, d: W.FloatLogSlider(value=v, base=10, min=-1, max=3.5, step=0.05, description=d, readout_format='.1f', **sl)
@@ -550,8 +560,9 @@ class RecallExplorer:
         for kind in self.weights:
             w[kind] = {c: float(s.value) for c, s in self.weights[kind].items()}
             rh[kind], ih[kind] = float(self.rec_hl[kind].value), float(self.imp_hl[kind].value)
-        return self.base.replace(source_recall=bool(self.source_recall.value), recall_k=int(self.k.value), stm_turns=int(self.stm.value),
-                                 budget_chars=int(self.budget.value), weights=w, recency_half_life_days=rh, importance_half_life_days=ih)
+        kk, bk = LIMIT_KEYS[bool(self.base.recall_chars)]
+        return self.base.replace(source_recall=bool(self.source_recall.value), stm_turns=int(self.stm.value), weights=w,
+                                 recency_half_life_days=rh, importance_half_life_days=ih, **{kk: int(self.k.value), bk: int(self.budget.value)})
 
     def history(self) -> list[dict]:
         "The chosen session's stored history plus the query as the next user message."
@@ -590,7 +601,7 @@ class RecallExplorer:
         self._update_b()
 
     def _title(self, r: Ranking) -> str:
-        return f"{'source recall (S-8)' if r.mode == 'source' else 'composite (S-6)'}, k={r.settings.recall_k}"
+        return f"{'source recall (S-8)' if r.mode == 'source' else 'composite (S-6)'}, k={limits(r.settings)[0]}"
 
     def _update_b(self):
         if not self.side.value or self.case is None: self.ranking_b = None; self.diff.value = ''; return
@@ -620,7 +631,7 @@ class RecallExplorer:
         self._hold = True
         try:
             b = self.base
-            self.source_recall.value, self.k.value, self.stm.value, self.budget.value = b.source_recall, b.recall_k, b.stm_turns, b.budget_chars
+            self.source_recall.value, self.stm.value, (self.k.value, self.budget.value) = b.source_recall, b.stm_turns, limits(b)
             for kind in self.weights:
                 for c, s in self.weights[kind].items(): s.value = b.weights[kind][c]
                 self.rec_hl[kind].value, self.imp_hl[kind].value = b.recency_half_life_days[kind], b.importance_half_life_days[kind]
@@ -724,7 +735,7 @@ def raw_demo_arm(conversation: Conversation, questions: list[Question], embedder
                     svc.write(sc, 'turn', turn_line(t), at=t0 + 60 * i, metadata={'turn_id': t.id}, id=natural_id('raw-demo', conversation.id, t.id))
             q_scope, now, out = MemoryScope(uid, 'main', 'questions'), max(times) + DAY, {}
             for q in questions:
-                obs = svc.observe(q_scope, [user_msg(q.question)], now=now, budget=s.budget_chars)
+                obs = svc.observe(q_scope, [user_msg(q.question)], now=now, k=s.recall_k, budget=s.budget_chars)
                 out[q.id] = [Shown(ln.text, [ln.item.metadata['turn_id']], kind='turn', cut=ln.cut, full_chars=ln.full_chars,
                                    score=ln.score.total, ref=ln.item.id) for ln in obs.result.lines if ln.block == 'recall']
     return out

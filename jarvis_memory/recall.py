@@ -6,13 +6,13 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/recall.html.md"""
 
 # %% ../nbs/19_recall.ipynb #8501ba4d
 from __future__ import annotations
-import datetime as _dt, logging, re, sys
+import datetime as _dt, logging, math, re, sys
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 import numpy as np
 
-from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem
+from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, SUPERSEDED
 from .settings import Settings
 from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
 from .store import MemoryStore, Filter, StoreError
@@ -27,7 +27,7 @@ from .rerank import joint_rank, source_links, _candidates
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
            'block_language', 'says', 'block_line', 'item_line', 'session_key', 'query_vector', 'gather', 'core_block',
            'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'Recall', 'says_nothing', 'turn_of', 'fuse',
-           'arrange', 'Collected', 'collect', 'recall']
+           'arrange', 'Collected', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -105,29 +105,44 @@ def query_vector(store: MemoryStore, query: str):
 
 def _timely(item: MemoryItem, ranges) -> bool: return any(item.created_at in r for r in ranges)
 
-def _in_ranges(store: MemoryStore, scope: MemoryScope, ranges, n: int, qv) -> list[MemoryItem]:
-    "The temporal leg: items said within any of `ranges` — all of them when a range holds few, else the `n` nearest (newest without vectors)."
+def _in_ranges(store: MemoryStore, scope: MemoryScope, ranges, n: int, qv, until: float | None = None) -> list[MemoryItem]:
+    "The temporal leg: items said within any of `ranges` (and by `until`) — all of them when a range holds few, else the `n` nearest (newest without vectors)."
     out = {}
     for r in ranges:
-        flt = replace(RECALL_FILTER, since=r.start, until=r.end)
+        end = r.end if until is None else min(r.end, until)
+        if end < r.start: continue
+        flt = replace(RECALL_FILTER, since=r.start, until=end, include_superseded=until is not None)
         got = store.list(scope, filter=flt, order_by='created_at', limit=2 * n + 1)     # a day or a week: every item in it
         if len(got) > 2 * n and qv is not None:                                           # a year: the nearest in it
             got = [it for it, _ in store.search(scope, embedding=qv, k=n, filter=flt)]
         out.update((it.id, it) for it in got if it.created_at in r)       # `until` is inclusive, a range's end is not
     return list(out.values())
 
+def _as_of(store: MemoryStore, scope: MemoryScope, items: list, until: float | None) -> list:
+    "`items` (or `(item, score)` pairs) as memory stood at `until`: a fact superseded later was still current then (S-2.5)."
+    if until is None: return items
+    it_of = lambda x: x[0] if isinstance(x, tuple) else x
+    later = {it_of(x).metadata.get(SUPERSEDED) for x in items} - {None}
+    if not later: return items
+    gone = {it.id for it in store.get(scope, sorted(later)) if it.created_at <= until}    # replaced by then
+    def then(it):                                                                           # current then: not marked
+        return it if it.metadata.get(SUPERSEDED) is None else replace(it, metadata={k: v for k, v in it.metadata.items() if k != SUPERSEDED})
+    return [(then(x[0]), *x[1:]) if isinstance(x, tuple) else then(x) for x in items if it_of(x).metadata.get(SUPERSEDED) not in gone]
+
 def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
-           pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = ()) -> list[Candidate]:
-    "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important hits, nearest vectors, keyword, BM25 and time legs."
+           pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = (), until: float | None = None) -> list[Candidate]:
+    "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important hits, nearest vectors, keyword, BM25 and time legs; with `until`, only what was written by then."
     n = settings.pool_size if pool is None else pool
     legs = settings.fusion != 'none'
     ranges = list(ranges) if legs else []
-    kw = store.keyword(scope, case_variants(terms), filter=RECALL_FILTER, limit=n * 4) if terms and not legs else []   # BM25 replaces it
+    flt = RECALL_FILTER if until is None else replace(RECALL_FILTER, until=until, include_superseded=True)   # as of `until`
+    kw = store.keyword(scope, case_variants(terms), filter=flt, limit=n * 4) if terms and not legs else []   # BM25 replaces it
     vec, qv = [], (query_embedding if query_embedding is not None else query_vector(store, query))
     if qv is not None:
-        vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.min_cosine, filter=RECALL_FILTER)
-    lex = store.lexical(scope, query, k=n, filter=RECALL_FILTER) if legs and query.strip() else []
-    tmp = _in_ranges(store, scope, ranges, n, qv) if ranges else []
+        vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.min_cosine, filter=flt)
+    lex = store.lexical(scope, query, k=n, filter=flt) if legs and query.strip() else []
+    tmp = _in_ranges(store, scope, ranges, n, qv, until) if ranges else []
+    kw, vec, lex, tmp = (_as_of(store, scope, x, until) for x in (kw, vec, lex, tmp))
     cos, bm = {it.id: c for it, c in vec}, {it.id: s for it, s in lex}
     hits = {it.id: it for it in kw}
     hits.update((it.id, it) for it, _ in (*vec, *lex))
@@ -149,13 +164,13 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
                         'lexical': [cand(it) for it, _ in lex], 'temporal': [cand(i) for i in tmp]})
 
 # %% ../nbs/19_recall.ipynb #4eb2a761
-def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings) -> list[MemoryItem]:
-    "The core facts block: the most important active facts of `scopes` by stored importance, no decay (S-6.3)."
+def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings, until: float | None = None) -> list[MemoryItem]:
+    "The core facts block: the most important active facts of `scopes` by stored importance, no decay (S-6.3); with `until`, those written by then."
     k = settings.core_facts
     if k == 0: return []
-    flt, n, pool = Filter(layers=('semantic',)), max(settings.pool_size, k), []
+    flt, n, pool = Filter(layers=('semantic',), until=until, include_superseded=until is not None), max(settings.pool_size, k), []
     for sc in scopes:
-        pool += store.list(sc, filter=flt, order_by='importance', limit=n) + store.list(sc, filter=flt, order_by='created_at', limit=n)
+        pool += _as_of(store, sc, store.list(sc, filter=flt, order_by='importance', limit=n) + store.list(sc, filter=flt, order_by='created_at', limit=n), until)
     return core_facts(pool, k)
 
 # %% ../nbs/19_recall.ipynb #e561280b
@@ -412,8 +427,9 @@ def _ranges(query: str, now) -> list[TimeRange]:
 
 def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
             terms: Iterable[str] | None = None, query_embedding=None, window_ids: Iterable[str] = (),
-            core: Iterable[MemoryItem] | None = None, sources: bool | None = None, now: float | None = None) -> Collected:
-    "The store stage of recall: core facts, the candidate pools of every scope and (with source recall) their source turns; `now` resolves the query's times."
+            core: Iterable[MemoryItem] | None = None, sources: bool | None = None, now: float | None = None,
+            until: float | None = None) -> Collected:
+    "The store stage of recall: core facts, the candidate pools of every scope and (with source recall) their source turns; `now` resolves the query's times; `until` keeps what was written by then (a replay that asks mid-conversation)."
     store = _check_store(store)
     settings = _check_settings(store.settings if settings is None else settings)
     scopes = [scopes] if isinstance(scopes, MemoryScope) else list(scopes) if isinstance(scopes, Iterable) else [scopes]
@@ -421,7 +437,9 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
         if not isinstance(sc, MemoryScope): raise ScopeError(f"scopes must be MemoryScopes, got {type(sc).__name__}")
     if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
     terms = recall_terms(query) if terms is None else list(terms)
-    core = core_block(store, scopes, settings) if core is None else list(core)
+    if until is not None and (isinstance(until, bool) or not isinstance(until, (int, float)) or not math.isfinite(until)):
+        raise MemoryInputError(f"until must be a finite number (Unix seconds) or None, got {until!r}")
+    core = core_block(store, scopes, settings, until) if core is None else list(core)
     window_ids = _id_set(window_ids, 'window_ids')
     with_sources = settings.source_recall if sources is None else sources
     cands, srcs = [], []
@@ -430,12 +448,19 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
         pool = settings.pool_size + len(window_ids) + len(core)
         ranges = _ranges(query, now) if now is not None and settings.fusion != 'none' else []
         for sc in scopes:
-            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges)
+            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until)
             cands += found
             if with_sources:
                 srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms, ranges=ranges,
                                           query=query if settings.fusion != 'none' else '')
     return Collected(query, terms, core, cands, srcs, window_ids)
+
+def recall_limits(settings: Settings, k: int | None = None, budget: int | None = None) -> tuple[int, int | None]:
+    "`observe`'s item cap and character budget: `budget` (else `recall_chars`; 0 = none) filled by at most `k` (else `recall_cap`) items; with no budget, the top `k` (else `recall_k`, S-8.1)."
+    settings = _check_settings(settings)
+    if budget is None: budget = settings.recall_chars or None
+    if k is None: k = settings.recall_k if budget is None else settings.recall_cap
+    return k, budget
 
 def recall(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
            now: float, terms: Iterable[str] | None = None, query_embedding=None, k: int | None = None,

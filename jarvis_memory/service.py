@@ -17,7 +17,7 @@ from .window import check_history, split_turns, window, window_turn_numbers
 from .episodes import window_episode_ids
 from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted
 from .core import MemoryCore, session_scope, previous_exchange
-from .recall import Recall, recall, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
+from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
 from .patterns import Patterns
 import hashlib, json, os, shutil
@@ -122,6 +122,7 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
         pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
         obs.pattern_text, obs.patterns = self.pattern_block(scope, pattern_text)
     in_window = stored_window_ids(scope, msgs, s)
+    k, budget = recall_limits(s, k, budget)                # fill recall_chars, at most recall_cap items (issue 12)
     obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
                         k=k, budget=budget, window_ids=in_window)
     if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)

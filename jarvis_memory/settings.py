@@ -52,7 +52,9 @@ class Settings:
     fusion: str = 'rrf'                # 'rrf': vector, BM25 and time legs fused by reciprocal rank (issue 13); 'none': cosine only
     rrf_k: int = 60                    # RRF's constant (Cormack, Clarke & Buettcher 2009), not fitted here
     # S-6 scoring
-    recall_k: int = 3                  # recall block items
+    recall_k: int = 3                  # recall block items (S-8.1) when recall has no character budget
+    recall_chars: int = 2000           # characters `observe` fills with memory lines (issue 12); 0: the top recall_k only
+    recall_cap: int = 20               # at most this many recall items while filling recall_chars
     core_facts: int = 3                # core facts block items (S-6.3)
     weights: dict = field(default_factory=_default_weights)
     recency_half_life_days: dict = field(default_factory=_default_recency_half_life)
@@ -140,8 +142,8 @@ def _set_path(d: dict, var: str, raw: str):
 
 def _validate(s: Settings):
     pos_int = ('stm_turns', 'working_notes_max', 'turn_chars', 'part_head_chars', 'query_chars', 'pool_size',
-               'recall_k', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k')
-    nonneg_int = ('max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries')
+               'recall_k', 'recall_cap', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k')
+    nonneg_int = ('recall_chars', 'max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries')
     unit = ('min_cosine', 'flashbulb_importance', 'flashbulb_overlap', 'used_overlap', 'default_importance',
             'explicit_importance', 'extract_min_importance', 'interference_similarity', 'relevance_band')
     for k in pos_int:
