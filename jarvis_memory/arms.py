@@ -18,7 +18,7 @@ from .metrics import Shown, fit_budget
 
 # %% auto #0
 __all__ = ['ARMS', 'MEMORY_ARMS', 'RAG_CHUNK_CHARS', 'MemtaxError', 'Arm', 'arm', 'default_arms', 'run_arm', 'Chunk', 'turn_line',
-           'rag_chunks', 'rag_stored', 'rag_arm']
+           'rag_chunks', 'Cut', 'asked_at', 'before', 'rag_stored', 'rag_arm']
 
 # %% ../nbs/33_arms.ipynb #e228d133
 class MemtaxError(EvalError):
@@ -129,6 +129,29 @@ def _ranked(chunks, sims):
         c = chunks[j]
         yield Shown(c.text, list(c.turn_ids), kind='chunk', score=float(sims[j]), ref=c.id)
 
+@dataclass(frozen=True)
+class Cut:
+    "Where a question is asked mid-conversation (`meta['asked_after']`): its session, the line it follows, and the first line of the prompt's window."
+    session: int           # index in `conversation.sessions`
+    line: int              # index of the `asked_after` line in that session
+    window: int            # index of the first line of the window: lines from here on are in the prompt, not in memory
+
+def asked_at(conversation: Conversation, question: Question, stm_turns: int = 3) -> Cut | None:
+    "Where `question` is asked, or None when it is asked after the last session. Memory holds what came before the window."
+    after = question.meta.get('asked_after') if isinstance(question.meta, dict) else None
+    if after is None: return None
+    for si, s in enumerate(conversation.sessions):
+        for li, t in enumerate(s.turns):
+            if t.id == after: return Cut(si, li, max(0, li + 1 - 2 * stm_turns))    # a turn = a line and its answer
+    raise EvalError(f"question {question.id!r}: asked_after {after!r} is not a turn of {conversation.id!r}")
+
+def before(conversation: Conversation, cut: Cut | None) -> Conversation:
+    "The conversation as memory holds it at `cut`: earlier sessions whole, the cut session's lines before the window."
+    if cut is None: return conversation
+    ss = conversation.sessions
+    sessions = [*ss[:cut.session], Session(ss[cut.session].id, ss[cut.session].date, ss[cut.session].time, ss[cut.session].turns[:cut.window])]
+    return Conversation(conversation.id, conversation.speakers, [s for s in sessions if s.turns], dict(conversation.meta))
+
 def rag_stored(conversation: Conversation) -> list[str]:
     "What `rag` writes: its chunks' texts (for the construction loss)."
     return [c.text for c in rag_chunks(conversation, RAG_CHUNK_CHARS)]
@@ -140,9 +163,14 @@ def rag_arm(conversation: Conversation, questions: list[Question], embedder, set
     for q in questions:
         if q.conversation_id != conversation.id: raise EvalError(f"question {q.id!r} is about {q.conversation_id!r}, not {conversation.id!r}")
     if not questions: return {}
-    chunks = rag_chunks(conversation, RAG_CHUNK_CHARS)
-    if not chunks: return {q.id: [] for q in questions}
-    E = np.asarray(embedder.embed([c.text for c in chunks]), dtype=np.float32)
-    Q = np.asarray(embedder.embed([q.question for q in questions], query=True), dtype=np.float32)
-    sims = Q @ E.T
-    return {q.id: fit_budget(_ranked(chunks, sims[i]), settings.budget_chars) for i, q in enumerate(questions)}
+    groups = {}                                       # a question asked mid-conversation searches what came before it
+    for q in questions: groups.setdefault(asked_at(conversation, q, settings.stm_turns), []).append(q)
+    out = {}
+    for cut, qs in groups.items():
+        chunks = rag_chunks(before(conversation, cut), RAG_CHUNK_CHARS) if before(conversation, cut).sessions else []
+        if not chunks: out.update((q.id, []) for q in qs); continue
+        E = np.asarray(embedder.embed([c.text for c in chunks]), dtype=np.float32)
+        Q = np.asarray(embedder.embed([q.question for q in qs], query=True), dtype=np.float32)
+        sims = Q @ E.T
+        out.update((q.id, fit_budget(_ranked(chunks, sims[i]), settings.budget_chars)) for i, q in enumerate(qs))
+    return {q.id: out[q.id] for q in questions}

@@ -16,20 +16,20 @@ from .settings import Settings
 from .embeddings import Embedder
 from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
-from .language import recall_terms, recall_query, text_language
+from .language import recall_terms, recall_query, text_language, is_contentless
 from .service import MemoryService
 from .recall import BlockLine, collect, item_line
 from .llm import LLM, LLMCache
 from .benchmarks import Conversation, Session, Turn, Question, project_root
 from .metrics import Shown, fit_budget, norm_ws
-from .arms import ARMS, MEMORY_ARMS, MemtaxError, arm
+from .arms import ARMS, MEMORY_ARMS, MemtaxError, arm, asked_at
 
 # %% auto #0
-__all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWERS_FORMAT', 'EXTRACTION_CACHE', 'POOL', 'NO_CAP',
-           'raw_arm', 'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds', 'session_times',
-           'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'ingest', 'AnswerFile',
-           'LayeredCache', 'export_answers', 'extraction_cache_path', 'default_llm', 'arm_settings', 'shown_item',
-           'Recall', 'recall_questions', 'ExtractionMissing', 'extraction_message']
+__all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWERS_FORMAT', 'EXTRACTION_CACHE', 'ANSWER_FILES',
+           'POOL', 'NO_CAP', 'raw_arm', 'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds',
+           'session_times', 'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'ingest',
+           'AnswerFile', 'LayeredCache', 'export_answers', 'extraction_cache_path', 'answer_files', 'default_llm',
+           'arm_settings', 'shown_item', 'Recall', 'recall_questions', 'ExtractionMissing', 'extraction_message']
 
 # %% ../nbs/34_memory_arms.ipynb #9840ccc9
 AGENT = 'main'
@@ -299,6 +299,7 @@ def export_answers(sqlite_path: str | Path, out: str | Path, header: dict, anyke
     return len(rows)
 
 EXTRACTION_CACHE = 'data/cache/locomo_extraction.jsonl'
+ANSWER_FILES = 'data/cache/*.jsonl'     # every committed answer cache: extraction per benchmark, reader answers
 
 def extraction_cache_path() -> Path | None:
     "The committed extraction answers of a source checkout (`data/cache/locomo_extraction.jsonl`), or None."
@@ -306,11 +307,16 @@ def extraction_cache_path() -> Path | None:
     p = root / EXTRACTION_CACHE if root is not None else None
     return p if p is not None and p.is_file() else None
 
+def answer_files() -> list[Path]:
+    "The committed answer caches of a source checkout (`data/cache/*.jsonl`), sorted; none outside a checkout."
+    root = project_root()
+    return sorted(root.glob(ANSWER_FILES)) if root is not None else []
+
 def default_llm(settings: Settings | None = None, answers: str | Path | None = None) -> LLM:
-    "The evaluation's LLM: committed answers first, then the local cache, then the configured endpoint (if any)."
+    "The evaluation's LLM: committed answers first (`answers`, else every file of `answer_files`), then the local cache, then the configured endpoint (if any)."
     settings = settings or Settings.from_env()
-    p = Path(answers) if answers is not None else extraction_cache_path()
-    layers = [AnswerFile(p, any_model=True)] if p is not None else []
+    ps = [Path(answers)] if answers is not None else answer_files()
+    layers = [AnswerFile(p, any_model=True) for p in ps]
     return LLM(settings, cache=LayeredCache(*layers, writable=LLMCache(Path(settings.cache_dir) / 'llm.sqlite3')))
 
 # %% ../nbs/34_memory_arms.ipynb #fc1ab0e3
@@ -320,6 +326,10 @@ NO_CAP = sys.maxsize          # the arms show what the budget holds: no cap k (S
 def arm_settings(settings: Settings, name: str, pool: int = POOL) -> Settings:
     "The settings a memory arm recalls with: its ranking (S-8.3: joint for `turns+src`) and `pool` candidates per pool."
     return settings.replace(source_recall=name == 'turns+src', pool_size=max(settings.pool_size, pool))
+
+def _empty_line(item: MemoryItem) -> bool:
+    "A shown turn whose own line says nothing ('네', 'Yes.'): it takes a slot for its answer alone (issue 12 counts them)."
+    return item.source == 'turn' and is_contentless(turn_text(item)[0])
 
 def shown_item(mem: ConversationMemory, line: BlockLine) -> Shown:
     "A line of the recall block as the reader got it, with the LoCoMo lines it holds or was derived from."
@@ -338,6 +348,7 @@ class Recall:
     ranked_chars: int = 0                                # characters of the whole ranking, before the budget
     gold_rank: dict = field(default_factory=dict)        # gold line id -> (rank, characters before it, 'verbatim'|'fact') of its first hit
     legs: dict = field(default_factory=dict)             # gold line id -> {leg: best rank in that leg} over the candidates holding it (issue 13)
+    contentless: int = 0                                 # shown recall lines whose own line says nothing (issue 12)
 
 def _gold_legs(mem: ConversationMemory, res, gold: dict) -> dict:
     "For each gold line id: its best rank in every retrieval leg (`recall.fuse`) among the candidates that hold it or derive from it."
@@ -389,7 +400,11 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     vecs = iter(emb.embed(said, query=True) if emb is not None and said else [])    # one batch (and cache) for all
     qvecs = [next(vecs) if emb is not None and q.strip() else None for q in queries]
     out = {a: {} for a in arms}
+    starts, step = session_times(conv), line_seconds(conv)
     for q, query, qv in zip(questions, queries, qvecs):
+        cut = asked_at(conv, q, settings.stm_turns)         # mid-conversation: memory as it stood before the window
+        until = None if cut is None else starts[cut.session] + step * cut.window - 1e-3
+        q_now = now if cut is None else starts[cut.session] + step * cut.line
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
         terms = recall_terms(query)
         gold = {e: lines[e] for e in q.evidence if e in lines}
@@ -399,11 +414,12 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
             if fam not in reads:
                 scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides]
                 reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns',
-                                     now=now)
-            res = reads[fam].arrange(now, s, k=NO_CAP, budget=s.budget_chars)
+                                     now=q_now, until=until)
+            res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
             ranked = [shown_item(mem, ln) for ln in res.all_lines()]
             out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),
-                                  sum(len(x.text) for x in ranked), _gold_rank(ranked, gold), _gold_legs(mem, res, gold))
+                                  sum(len(x.text) for x in ranked), _gold_rank(ranked, gold), _gold_legs(mem, res, gold),
+                                  sum(_empty_line(ln.item) for ln in res.lines if ln.block == 'recall'))
         if on_question is not None: on_question(q)
     return out
 

@@ -22,8 +22,8 @@ from .arms import ARMS, MEMORY_ARMS, MemtaxError, default_arms
 from .memory_arms import POOL, Recall, ingest, recall_questions, default_llm, extraction_message
 
 # %% auto #0
-__all__ = ['TAX_CAUSES', 'TABLE_COLS', 'Progress', 'line_cause', 'tax_causes', 'MemtaxResult', 'run_memtax', 'pivot',
-           'report_text', 'question_rows', 'charts', 'write_reports']
+__all__ = ['TAX_CAUSES', 'TABLE_COLS', 'Progress', 'line_cause', 'tax_causes', 'MemtaxResult', 'run_memtax', 'pivot', 'style_of',
+           'style_text', 'report_text', 'question_rows', 'charts', 'write_reports']
 
 # %% ../nbs/35_memtax.ipynb #10815c50
 class Progress:
@@ -247,6 +247,39 @@ def pivot(rows: list[dict], value: Callable, cols: str = 'group') -> list[dict]:
 
 def _f(v): return '-' if v is None else f'{v:.3f}'
 
+def style_of(q) -> str | None:
+    "A question's group in our own benchmark: 'probe' (agent-initiative), else '<language>/<style>' from its meta; None elsewhere."
+    m = q.meta if isinstance(q.meta, dict) else {}
+    if m.get('probe'): return 'probe'
+    return f"{m['language']}/{m['style']}" if m.get('language') and m.get('style') else None
+
+def style_text(res: MemtaxResult, bench: Benchmark, arms: list) -> list[str]:
+    "For a benchmark whose questions carry a style (jarvis-benchmark/1's own): all-evidence hit per style, probes apart, and net vs rag; and the share of shown lines that say nothing."
+    qs = {q.id: q for q in bench.questions}
+    styles = sorted({s for q in bench.questions if (s := style_of(q))}, key=lambda s: (s == 'probe', s))
+    out = []
+    if styles:
+        rows, base = [], {r.question_id: r for r in res.on('rag')}
+        for a in arms:
+            rs = [r for r in res.on(a) if r.all_evidence is not None]
+            row = {'arm': a}
+            for s in styles:
+                g = [r for r in rs if style_of(qs[r.question_id]) == s]
+                hit = sum(r.all_evidence for r in g) / len(g) if g else None
+                if a == 'rag' or not g: row[s] = f"{_f(hit)} (n {len(g)})"; continue
+                b = sum(bool(r.all_evidence) and not base[r.question_id].all_evidence for r in g)
+                t = sum(bool(base[r.question_id].all_evidence) and not r.all_evidence for r in g)
+                row[s] = f"{_f(hit)} ({b}/{t}/{b - t:+d})"
+            rows.append(row)
+        out += ['', 'all-evidence hit by style (probe = agent-initiative: the query is only what the user just said); '
+                'memory arms with benefit/tax/net vs rag:', '', format_table(rows, ['arm', *styles])]
+    empty = {a: (sum(r.contentless for r in recs.values()), sum(1 for r in recs.values() for x in r.shown if x.kind != 'fact'),
+                 sum(len(r.shown) for r in recs.values())) for a, recs in res.recalls.items() if recs}
+    if any(n for _, _, n in empty.values()):
+        out += ['', 'shown lines that say nothing on their own (a turn whose own line is "네", "Yes."), of all shown lines: '
+                + ', '.join(f"{a} {c} of {n} ({c / n:.1%})" for a, (c, _, n) in empty.items() if n)]
+    return out
+
 def report_text(res: MemtaxResult, bench: Benchmark) -> str:
     "The plain-text report of a run: tables, benefit/tax/net, construction loss, causes of tax, skipped."
     cats, out = bench.categories, []
@@ -276,6 +309,7 @@ def report_text(res: MemtaxResult, bench: Benchmark) -> str:
             gs = list(dict.fromkeys(r['group'] for r in rows))
             out += ['', f"benefit / tax / net against rag on {what} (same {n_common} questions; cells benefit/tax/net):", '',
                     format_table(pivot(rows, lambda r: f"{r['benefit']}/{r['tax']}/{r['net']:+d}"), ['arm', *gs])]
+    out += style_text(res, bench, arms)
     cl = [{'arm': a, 'gold lines': c.gold, 'lost': c.lost, 'rate': c.rate} for a, c in res.construction.items()]
     if cl: out += ['', 'construction loss (gold lines no stored item holds whole):', '', format_table(cl, ['arm', 'gold lines', 'lost', 'rate'])]
     for a, tc in res.taxes.items():
