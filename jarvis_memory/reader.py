@@ -6,21 +6,21 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/reader.html.md"""
 
 # %% ../nbs/36_reader.ipynb #77575f0e
 from __future__ import annotations
-import html, json, sys, time
+import hashlib, html, json, sys, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Iterable
 
 from .settings import Settings
 from .llm import LLM, LLMBadOutput
-from .benchmarks import Benchmark, Question
+from .benchmarks import Benchmark, Question, project_root
 from .metrics import Shown, answer_score, benefit_tax_table, category_groups, format_table
 from .memtax import MemtaxResult, MemtaxError, Progress, pivot, _f, _slug
 
 # %% auto #0
-__all__ = ['READER_SYSTEM', 'MAX_ANSWER_TOKENS', 'F1_RIGHT', 'JUDGE_SYSTEM', 'JUDGE_SCHEMA', 'ABSTAIN_GOLD', 'reader_messages',
-           'clean_prediction', 'judge_messages', 'Reading', 'read_question', 'pick_questions', 'read_memtax',
-           'reader_rows', 'reader_benefit_tax', 'reader_text', 'write_reader_report']
+__all__ = ['READER_SYSTEM', 'MAX_ANSWER_TOKENS', 'F1_RIGHT', 'JUDGE_SYSTEM', 'JUDGE_SCHEMA', 'ABSTAIN_GOLD', 'READER_ANSWERS',
+           'reader_messages', 'clean_prediction', 'judge_messages', 'Reading', 'read_question', 'pick_questions',
+           'reader_answers', 'read_memtax', 'reader_rows', 'reader_benefit_tax', 'reader_text', 'write_reader_report']
 
 # %% ../nbs/36_reader.ipynb #3afba8f5
 READER_SYSTEM = (
@@ -91,20 +91,39 @@ def read_question(llm, question: Question, shown: list[Shown], kind: str | None 
     return r
 
 # %% ../nbs/36_reader.ipynb #d132916a
+def _spread(q: Question) -> str:
+    "A fixed pseudo-random order inside a stratum (hash of the id): not the first sessions only, and the same sample on every run."
+    return hashlib.sha256(q.id.encode('utf-8')).hexdigest()
+
 def pick_questions(bench: Benchmark, qids: Iterable[str], limit: int | None = None) -> list[str]:
-    "`qids` in benchmark order, or `limit` of them taken round-robin over the categories."
+    "`qids` in benchmark order, or a stratified sample of `limit`: round-robin over the conversations, in each over the categories."
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise MemtaxError(f"limit must be an int >= 1 or None, got {limit!r}")
     keep = set(qids)
     order = [q for q in bench.questions if q.id in keep]
     if limit is None or limit >= len(order): return [q.id for q in order]
-    by_cat = {}
-    for q in order: by_cat.setdefault(q.category, []).append(q.id)
-    out, queues = [], [list(v) for _, v in sorted(by_cat.items())]
+    strata = {}                                       # conversation -> category -> questions in `_spread` order
+    for q in order: strata.setdefault(q.conversation_id, {}).setdefault(q.category, []).append(q)
+    convs = []
+    for cats in strata.values():                      # each conversation's own round-robin over its categories
+        queues = [sorted(v, key=_spread) for _, v in sorted(cats.items())]
+        seq = []
+        while any(queues):
+            for qu in queues:
+                if qu: seq.append(qu.pop(0).id)
+        convs.append(seq)
+    out = []
     while len(out) < limit:
-        for qu in queues:
-            if qu and len(out) < limit: out.append(qu.pop(0))
+        for seq in convs:
+            if seq and len(out) < limit: out.append(seq.pop(0))
     return out
+
+READER_ANSWERS = 'data/cache/*_reader.jsonl'     # committed reader answers (answers only), per benchmark
+
+def reader_answers() -> list[Path]:
+    "The committed reader answer files of a source checkout; `memtax --reader auto` reads offline when there are any."
+    root = project_root()
+    return sorted(root.glob(READER_ANSWERS)) if root is not None else []
 
 def read_memtax(res: MemtaxResult, llm=None, judge: bool = False, limit: int | None = None, arms=None,
                 settings: Settings | None = None, progress: bool = True, stream=None) -> dict:
