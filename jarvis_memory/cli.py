@@ -95,7 +95,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
-    from jarvis_memory.reader import read_memtax, reader_text, write_reader_report, reader_answers
+    from jarvis_memory.reader import read_memtax, reader_text, write_reader_report, reader_answers, committed_sample
     from jarvis_memory.memory_arms import default_llm
     from jarvis_memory.llm import LLMNotConfigured
     from jarvis_memory.scope import MemoryInputError, MemoryUnavailable
@@ -105,6 +105,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
         res = run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool, settings=settings,
                          format=format)
         if reader == 'on' or (reader == 'auto' and (settings.llm_base_url or reader_answers())):
+            if reader_limit is None and not settings.llm_base_url: reader_limit = committed_sample()   # offline: the committed sample
             try: read_memtax(res, default_llm(settings), judge=judge, limit=reader_limit, arms=reader_arms.split(','), settings=settings)
             except LLMNotConfigured as e:     # an answer neither committed nor cached, and no endpoint: skip, in one line
                 print(f"jarvis-memory memtax: reader skipped: {e}", file=sys.stderr, flush=True)

@@ -17,7 +17,7 @@ from .embeddings import Embedder
 from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
 from .language import recall_terms, recall_query, text_language, is_contentless
-from .service import MemoryService
+from .service import MemoryService, history_query, leaves_initiative
 from .recall import BlockLine, collect, item_line
 from .llm import LLM, LLMCache
 from .benchmarks import Conversation, Session, Turn, Question, project_root
@@ -29,7 +29,8 @@ __all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWER
            'POOL', 'NO_CAP', 'raw_arm', 'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds',
            'session_times', 'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'ingest',
            'AnswerFile', 'LayeredCache', 'export_answers', 'extraction_cache_path', 'answer_files', 'default_llm',
-           'arm_settings', 'shown_item', 'Recall', 'recall_questions', 'ExtractionMissing', 'extraction_message']
+           'arm_settings', 'shown_item', 'Recall', 'history_at', 'recall_questions', 'ExtractionMissing',
+           'extraction_message']
 
 # %% ../nbs/34_memory_arms.ipynb #9840ccc9
 AGENT = 'main'
@@ -381,6 +382,12 @@ def _gold_rank(ranked: list[Shown], gold: dict[str, str]) -> dict:
         before += len(s.text)
     return out
 
+def history_at(conversation: Conversation, cut) -> list[dict]:
+    "The session's messages up to and including the line a question is asked after, as `observe` gets them (the user is `meta['user']`, else that line's speaker)."
+    sess = conversation.sessions[cut.session]
+    user = conversation.meta.get('user') or sess.turns[cut.line].speaker
+    return [{'role': 'user' if t.speaker == user else 'assistant', 'content': t.full_text} for t in sess.turns[:cut.line + 1]]
+
 def recall_questions(mem: ConversationMemory, questions: list[Question], settings: Settings | None = None,
                      arms: Iterable[str] = ('raw', 'turns', 'turns+src'), pool: int = POOL,
                      on_question: Callable | None = None) -> dict[str, dict[str, Recall]]:
@@ -395,7 +402,9 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     store, conv, now = mem.service.store, mem.conversation, mem.now
     lines = {t.id: t.text for t in conv.turns}
     emb = store.embedder
-    queries = [recall_query(q.question, None, query_chars=settings.query_chars, min_chars=settings.deixis_min_chars) for q in questions]
+    queries = [recall_query(q.question, None, query_chars=settings.query_chars, min_chars=settings.deixis_min_chars)
+               if (cut := asked_at(conv, q, settings.stm_turns)) is None else history_query(history_at(conv, cut), settings)
+               for q in questions]                   # mid-conversation: the query observe builds from the session so far
     said = [q for q in queries if q.strip()]         # a question that says nothing ("네") has no query and no vector
     vecs = iter(emb.embed(said, query=True) if emb is not None and said else [])    # one batch (and cache) for all
     qvecs = [next(vecs) if emb is not None and q.strip() else None for q in queries]
@@ -405,6 +414,7 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
         cut = asked_at(conv, q, settings.stm_turns)         # mid-conversation: memory as it stood before the window
         until = None if cut is None else starts[cut.session] + step * cut.window - 1e-3
         q_now = now if cut is None else starts[cut.session] + step * cut.line
+        initiative = leaves_initiative([{'role': 'user', 'content': q.question}])   # observe's rule, on the user's own line
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
         terms = recall_terms(query)
         gold = {e: lines[e] for e in q.evidence if e in lines}
@@ -414,7 +424,7 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
             if fam not in reads:
                 scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides]
                 reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns',
-                                     now=q_now, until=until)
+                                     now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
             ranked = [shown_item(mem, ln) for ln in res.all_lines()]
             out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),

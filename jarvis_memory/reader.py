@@ -14,13 +14,15 @@ from typing import Iterable
 from .settings import Settings
 from .llm import LLM, LLMBadOutput
 from .benchmarks import Benchmark, Question, project_root
+from .memory_arms import AnswerFile
 from .metrics import Shown, answer_score, benefit_tax_table, category_groups, format_table
 from .memtax import MemtaxResult, MemtaxError, Progress, pivot, _f, _slug
 
 # %% auto #0
 __all__ = ['READER_SYSTEM', 'MAX_ANSWER_TOKENS', 'F1_RIGHT', 'JUDGE_SYSTEM', 'JUDGE_SCHEMA', 'ABSTAIN_GOLD', 'READER_ANSWERS',
            'reader_messages', 'clean_prediction', 'judge_messages', 'Reading', 'read_question', 'pick_questions',
-           'reader_answers', 'read_memtax', 'reader_rows', 'reader_benefit_tax', 'reader_text', 'write_reader_report']
+           'reader_answers', 'committed_sample', 'read_memtax', 'reader_rows', 'reader_benefit_tax', 'reader_text',
+           'write_reader_report']
 
 # %% ../nbs/36_reader.ipynb #3afba8f5
 READER_SYSTEM = (
@@ -124,6 +126,12 @@ def reader_answers() -> list[Path]:
     "The committed reader answer files of a source checkout; `memtax --reader auto` reads offline when there are any."
     root = project_root()
     return sorted(root.glob(READER_ANSWERS)) if root is not None else []
+
+def committed_sample() -> int | None:
+    "How many questions the committed reader answers cover (the smallest `questions` of their headers), or None."
+    ns = [AnswerFile(p).header.get('questions') for p in reader_answers()]
+    ns = [n for n in ns if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+    return min(ns) if ns else None
 
 def read_memtax(res: MemtaxResult, llm=None, judge: bool = False, limit: int | None = None, arms=None,
                 settings: Settings | None = None, progress: bool = True, stream=None) -> dict:

@@ -130,8 +130,9 @@ def _as_of(store: MemoryStore, scope: MemoryScope, items: list, until: float | N
     return [(then(x[0]), *x[1:]) if isinstance(x, tuple) else then(x) for x in items if it_of(x).metadata.get(SUPERSEDED) not in gone]
 
 def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
-           pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = (), until: float | None = None) -> list[Candidate]:
-    "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important hits, nearest vectors, keyword, BM25 and time legs; with `until`, only what was written by then."
+           pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = (), until: float | None = None,
+           recent: bool = False) -> list[Candidate]:
+    "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important hits, nearest vectors, keyword, BM25 and time legs; with `recent`, the latest memories whatever the query (the user's reply said nothing); with `until`, only what was written by then."
     n = settings.pool_size if pool is None else pool
     legs = settings.fusion != 'none'
     ranges = list(ranges) if legs else []
@@ -142,14 +143,15 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
         vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.min_cosine, filter=flt)
     lex = store.lexical(scope, query, k=n, filter=flt) if legs and query.strip() else []
     tmp = _in_ranges(store, scope, ranges, n, qv, until) if ranges else []
-    kw, vec, lex, tmp = (_as_of(store, scope, x, until) for x in (kw, vec, lex, tmp))
+    late = store.list(scope, filter=flt, order_by='created_at', limit=n) if recent and legs else []   # the initiative leg
+    kw, vec, lex, tmp, late = (_as_of(store, scope, x, until) for x in (kw, vec, lex, tmp, late))
     cos, bm = {it.id: c for it, c in vec}, {it.id: s for it, s in lex}
     hits = {it.id: it for it in kw}
     hits.update((it.id, it) for it, _ in (*vec, *lex))
-    hits.update((it.id, it) for it in tmp)
+    hits.update((it.id, it) for it in (*tmp, *late))
     by_new = sorted(hits.values(), key=lambda it: (-it.created_at, it.id))[:n]
     by_imp = sorted(hits.values(), key=lambda it: (-it.importance, -it.created_at, it.id))[:n]
-    chosen = list(dict.fromkeys(it.id for it in (*by_new, *by_imp, *kw[:n], *tmp)))          # candidates only
+    chosen = list(dict.fromkeys(it.id for it in (*by_new, *by_imp, *kw[:n], *tmp, *late)))   # candidates only
     missing = [i for i in chosen if i not in cos]
     if qv is not None and missing: cos.update(store.cosines(scope, missing, qv))
     if legs and query.strip():
@@ -161,7 +163,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
                          lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges))
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]],
-                        'lexical': [cand(it) for it, _ in lex], 'temporal': [cand(i) for i in tmp]})
+                        'lexical': [cand(it) for it, _ in lex], 'temporal': [cand(i) for i in tmp], 'recent': [cand(i) for i in late]})
 
 # %% ../nbs/19_recall.ipynb #4eb2a761
 def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings, until: float | None = None) -> list[MemoryItem]:
@@ -343,7 +345,7 @@ def turn_of(item: MemoryItem) -> str:
     return item.id
 
 # %% ../nbs/19_recall.ipynb #fac55e46
-LEGS = ('vector', 'lexical', 'temporal')
+LEGS = ('vector', 'lexical', 'temporal', 'recent')
 
 def _tied_ranks(order: list, score, tol: float) -> dict:
     "Competition ranks (1, 2, 2, 4) over `order` (best first): a score within `tol` of its run's best shares that rank."
@@ -360,16 +362,16 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     cands = _merge((None, c) for c in _candidates(candidates))
     floor, k = settings.min_cosine, settings.rrf_k
     member = {'vector': lambda c: c.relevance is not None and c.relevance >= floor, 'lexical': lambda c: c.lexical > 0,
-              'temporal': lambda c: c.timely}
+              'temporal': lambda c: c.timely, 'recent': lambda c: 'recent' in c.pools}
     key = {'vector': lambda c: c.relevance, 'lexical': lambda c: c.lexical,
-           'temporal': lambda c: -1.0 if c.relevance is None else c.relevance}
+           'temporal': lambda c: -1.0 if c.relevance is None else c.relevance, 'recent': lambda c: c.item.created_at}
     orders = {leg: sorted((c for c in cands if member[leg](c)), key=lambda c, f=key[leg]: (-f(c), c.id)) for leg in LEGS}
     active = [leg for leg in LEGS if orders[leg]]
     if not active: return cands
     top = sum(1.0 / (k + 1) for _ in active)
     band = settings.relevance_band                          # a leg's indistinguishable scores (cosine noise) share a rank
-    ranks = {leg: _tied_ranks(orders[leg], key[leg], band * (key[leg](orders[leg][0]) if leg == 'lexical' else 1.0))
-             for leg in active}
+    tol = {'lexical': lambda best: band * best, 'recent': lambda best: 0.0}
+    ranks = {leg: _tied_ranks(orders[leg], key[leg], tol.get(leg, lambda best: band)(key[leg](orders[leg][0]))) for leg in active}
     out = []
     for c in cands:
         legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])
@@ -428,7 +430,7 @@ def _ranges(query: str, now) -> list[TimeRange]:
 def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
             terms: Iterable[str] | None = None, query_embedding=None, window_ids: Iterable[str] = (),
             core: Iterable[MemoryItem] | None = None, sources: bool | None = None, now: float | None = None,
-            until: float | None = None) -> Collected:
+            until: float | None = None, recent: bool = False) -> Collected:
     "The store stage of recall: core facts, the candidate pools of every scope and (with source recall) their source turns; `now` resolves the query's times; `until` keeps what was written by then (a replay that asks mid-conversation)."
     store = _check_store(store)
     settings = _check_settings(store.settings if settings is None else settings)
@@ -443,12 +445,12 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     window_ids = _id_set(window_ids, 'window_ids')
     with_sources = settings.source_recall if sources is None else sources
     cands, srcs = [], []
-    if query.strip():
+    if query.strip() or recent:
         qv = query_embedding if query_embedding is not None else query_vector(store, query)
         pool = settings.pool_size + len(window_ids) + len(core)
         ranges = _ranges(query, now) if now is not None and settings.fusion != 'none' else []
         for sc in scopes:
-            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until)
+            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until, recent=recent)
             cands += found
             if with_sources:
                 srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms, ranges=ranges,
@@ -464,8 +466,10 @@ def recall_limits(settings: Settings, k: int | None = None, budget: int | None =
 
 def recall(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], query: str, settings: Settings | None = None, *,
            now: float, terms: Iterable[str] | None = None, query_embedding=None, k: int | None = None,
-           budget: int | None = None, window_ids: Iterable[str] = (), core: Iterable[MemoryItem] | None = None) -> Recall:
-    "Recall for `query` under `scopes`: core facts, candidate pools, source turns (`collect`), then `arrange` (S-5, S-6, S-8)."
+           budget: int | None = None, window_ids: Iterable[str] = (), core: Iterable[MemoryItem] | None = None,
+           recent: bool = False) -> Recall:
+    "Recall for `query` under `scopes`: core facts, candidate pools, source turns (`collect`), then `arrange` (S-5, S-6, S-8); `recent` adds the initiative leg."
     settings = _check_settings(_check_store(store).settings if settings is None else settings)
-    got = collect(store, scopes, query, settings, terms=terms, query_embedding=query_embedding, window_ids=window_ids, core=core, now=now)
+    got = collect(store, scopes, query, settings, terms=terms, query_embedding=query_embedding, window_ids=window_ids, core=core, now=now,
+                  recent=recent)
     return got.arrange(now, settings, k=k, budget=budget)

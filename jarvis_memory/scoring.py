@@ -24,7 +24,7 @@ class ScoringError(MemoryInputError):
     "Bad input to scoring: a candidate, pool, time, `k` or settings value is malformed."
 
 # %% ../nbs/13_scoring.ipynb #2f7af7b4
-POOLS = ('newest', 'important', 'nearest', 'keyword', 'lexical', 'temporal')
+POOLS = ('newest', 'important', 'nearest', 'keyword', 'lexical', 'temporal', 'recent')
 COMPONENTS = ('recency', 'importance', 'relevance', 'cue')
 
 def _real(v) -> bool: return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

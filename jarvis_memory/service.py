@@ -15,7 +15,7 @@ from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns, window, window_turn_numbers
 from .episodes import window_episode_ids
-from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted
+from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted, is_contentless
 from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
@@ -28,8 +28,9 @@ from .render import neutralise_headers
 
 # %% auto #0
 __all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'SESSION_KEEPS', 'USER_MODEL_DIR', 'Observation', 'MemoryService',
-           'answered_line', 'stored_window_ids', 'observe', 'reinforce', 'forget_session', 'user_model_dir',
-           'user_model_files', 'Forgotten', 'forget', 'forget_user', 'recall_episodes']
+           'answered_line', 'stored_window_ids', 'leaves_initiative', 'history_query', 'observe', 'reinforce',
+           'forget_session', 'user_model_dir', 'user_model_files', 'Forgotten', 'forget', 'forget_user',
+           'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -103,6 +104,20 @@ def stored_window_ids(scope: MemoryScope, history, settings: Settings) -> list[s
     numbers = window_turn_numbers(history, settings.stm_turns) - ({turns[-1].number} if turns and not turns[-1].complete else set())
     return window_episode_ids(scope, numbers, settings)
 
+def leaves_initiative(history) -> bool:
+    "The user's last line says nothing ('네', 'Morning.', 'Oh hello.'): the agent has the initiative, and recall adds the user's latest memories (issue 12)."
+    turns = split_turns(check_history(history))
+    return bool(turns) and is_contentless(turns[-1].utterance or '')
+
+def history_query(history, settings: Settings) -> str:
+    "The recall query `observe` builds from a history: the last user line, the previous exchange in front when it points or says little (S-5.1, S-5.2; issue 12)."
+    msgs = check_history(history)
+    turns = split_turns(msgs)
+    if not turns: return ''
+    prev = previous_exchange(msgs, skip_last=True)
+    return recall_query(turns[-1].utterance or '', prev, answers=answered_line(msgs), query_chars=settings.query_chars,
+                        min_chars=settings.deixis_min_chars)
+
 def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | None = None, k: int | None = None,
             budget: int | None = None, query_embedding=None) -> Observation:
     "The prompt for the next model call: the window and the memory blocks, with the data behind them."
@@ -114,7 +129,7 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
     prev = previous_exchange(msgs, skip_last=True) if turns else None
     if turns:
         asked = answered_line(msgs)
-        obs.query = recall_query(utterance, prev, answers=asked, query_chars=s.query_chars, min_chars=s.deixis_min_chars)
+        obs.query = history_query(msgs, s)
         obs.deictic = prev is not None and obs.query != recall_query(utterance, None, answers=asked, query_chars=s.query_chars,
                                                                      min_chars=s.deixis_min_chars)
         obs.terms = recall_terms(obs.query)
@@ -124,7 +139,7 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
     in_window = stored_window_ids(scope, msgs, s)
     k, budget = recall_limits(s, k, budget)                # fill recall_chars, at most recall_cap items (issue 12)
     obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
-                        k=k, budget=budget, window_ids=in_window)
+                        k=k, budget=budget, window_ids=in_window, recent=leaves_initiative(msgs))
     if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)
     return obs
 
