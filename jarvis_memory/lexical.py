@@ -145,8 +145,16 @@ class LexicalIndex:
         self._put(doc_id, _check_terms(terms))
 
     def add_many(self, docs: Iterable[tuple[str, str]]) -> None:
-        "`add` for each `(doc_id, text)`."
-        for doc_id, text in docs: self.add(doc_id, text)
+        "`add` for each `(doc_id, text)`; into an empty index in bulk (tokenised, then loaded as `load_terms` arrays)."
+        with self._lock:
+            if self._slot:
+                for doc_id, text in docs: self.add(doc_id, text)
+                return
+            tfs: dict[str, Counter] = {}
+            for doc_id, text in docs:
+                doc_id = _check_doc_id(doc_id)
+                tfs.pop(doc_id, None); tfs[doc_id] = Counter(self.tokenize(_check_text(text, 'text')))
+            self.load_terms(**_terms_arrays(tfs))
 
     def _own(self, t: str) -> dict[int, int]:
         "The postings dict of term `t`, taken out of the base first if it is there (a write changes it)."
@@ -193,6 +201,15 @@ class LexicalIndex:
     def clear(self) -> None:
         "Forget every document."
         with self._lock: self.__init__(k1=self.k1, b=self.b, tokenize=self.tokenize)
+
+def _terms_arrays(tfs: dict) -> dict:
+    "`load_terms` arrays (doc-major) of `{doc_id: {term: count}}`."
+    vocab: dict[str, int] = {}
+    keys, counts, lens = [], [], []
+    for tf in tfs.values(): keys.extend(tf); counts.extend(tf.values()); lens.append(len(tf))
+    terms = [vocab.setdefault(t, len(vocab)) for t in keys]
+    return dict(ids=list(tfs), vocab=list(vocab), doc_off=np.r_[0, np.cumsum(lens, dtype=np.int64)].astype(np.int64),
+                doc_terms=np.asarray(terms, dtype=np.int32), doc_tfs=np.asarray(counts, dtype=np.int32))
 
 def _check_terms(terms) -> Counter:
     if isinstance(terms, str): raise LexicalError(f"terms must be a list or mapping of terms, not one string: {terms!r:.60}")

@@ -371,8 +371,8 @@ def lexicon(self: _Mirror) -> LexicalIndex:
     "The BM25 index of the live rows (`lexical_text` of each), built on first use; writes keep it in step afterwards."
     if self.lex is None:
         lx = self.lex_saved.current(self.rn) if self.lex_saved is not None else LexicalIndex()
-        for rn, i in enumerate(self.ids):                  # (with a snapshot's terms: only rows written since it)
-            if i is not None and i not in lx: lx.add(i, lexical_text(self.docs[rn], self.metas[rn]))
+        lx.add_many((i, lexical_text(self.docs[rn], self.metas[rn])) for rn, i in enumerate(self.ids)
+                    if i is not None and i not in lx)        # (into an empty index in bulk; after a snapshot, rows written since)
         self.lex, self.lex_saved = lx, None
     return self.lex
 
