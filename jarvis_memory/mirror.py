@@ -14,7 +14,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .scope import MemoryItem
-from .store import ReadClause, _gkey, _NUM, _row_item, _chunks, _CHUNK
+from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK
 from .lexical import LexicalIndex, LexicalError, lexical_text
 
 # %% auto #0
@@ -117,8 +117,9 @@ class _Mirror:
         m._index()
         return m
 
-    def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False):
-        "The rows of a new mirror in bulk: each group's key lists sorted once, not an insort per row (`frozen`: metas are `_freeze`d)."
+    def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False, columns: dict | None = None):
+        "The rows of a new mirror in bulk: each group's key lists sorted once, not an insort per row (`frozen`: metas are"
+        "`_freeze`d; `columns`: some metadata fields as lists by row, None where a row lacks the key)."
         n = len(ids)
         self.ids, self.docs = list(ids), list(docs)
         self.metas = list(metas) if frozen else [self._freeze(md or {}) for md in metas]
@@ -127,17 +128,23 @@ class _Mirror:
         self.valid = bytearray(n)
         cap = max(64, 1 << max(0, n - 1).bit_length())
         self.gcode, self.ctime = np.full(cap, -1, np.int32), np.zeros(cap)
-        gcode, ctime, codes, groups = [], [], self.codes, self.groups
-        for i, md in zip(self.ids, self.metas):
-            key = _gkey(md)
-            c = codes.get(key)
-            if c is None: c = codes[key] = len(codes); groups[key] = _Group()
-            t = _num(md.get('created_at'))
-            g = groups[key]
-            g.by_time.append((t, i)); g.by_imp.append((_num(md.get('importance')), t, i))
-            gcode.append(c); ctime.append(t)
-        for g in groups.values(): g.by_time.sort(); g.by_imp.sort()
-        self.gcode[:n], self.ctime[:n] = gcode, ctime
+        def field(k):                                              # a column at a time: `_gkey` and `_num` of every row
+            c = (columns or {}).get(k)
+            return c if c is not None else [md.get(k) for md in self.metas]
+        def hkeys(c): return c if set(map(type, c)) <= {str, bool} else list(map(_hkey, c))     # (_hkey: str, bool unchanged)
+        def nums(c): return c if set(map(type, c)) <= {float} else list(map(_num, c))           # (_num: a float unchanged)
+        keys = list(zip(*(hkeys(field(k)) for k in ('layer', 'agent_id', 'source', 'active'))))
+        codes = self.codes
+        gcode = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int32, count=n)
+        ct, imp = nums(field('created_at')), nums(field('importance'))
+        order = np.argsort(gcode, kind='stable')
+        bounds = np.r_[0, np.cumsum(np.bincount(gcode, minlength=len(codes)))].tolist()
+        for key, c in codes.items():                               # each group's sort keys, sorted once
+            rows = order[bounds[c]:bounds[c + 1]].tolist()
+            g = self.groups[key] = _Group()
+            g_ids, g_t = [self.ids[r] for r in rows], [ct[r] for r in rows]
+            g.by_time = sorted(zip(g_t, g_ids)); g.by_imp = sorted(zip([imp[r] for r in rows], g_t, g_ids))
+        self.gcode[:n], self.ctime[:n] = gcode, ct
         self.short = {rn for rn, d in enumerate(self.docs) if len(d) < 2}
 
     def __len__(self): return len(self.rn)
@@ -397,7 +404,8 @@ def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
 _MAGIC, _FORMAT = b'JMMIRROR', 1
 _HEAD = struct.Struct('<8sI')                  # magic, header length; then the header (JSON), a SHA-256, the payload
 _DIGEST = 32
-_CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr')}   # modules whose code each part depends on
+_CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store')}   # the code each part depends on
+                                                                                 # (what is indexed: `lexicon` reads rows)
 _DISTS = ('kiwipiepy', 'kiwipiepy_model', 'PyStemmer')                              # ... and packages (the tokenizer's)
 
 class SnapshotUnusable(Exception):
@@ -468,30 +476,47 @@ def _meta_columns(metas: list) -> tuple[dict, np.ndarray]:
     for j, (ks, rns) in enumerate(by.items()):
         which[rns] = j
         get = operator.itemgetter(*ks) if len(ks) > 1 else (lambda md, k=ks[0]: (md[k],)) if ks else (lambda md: ())
-        cols.append([list(c) for c in zip(*[get(metas[rn]) for rn in rns])])
+        cols.append([_coded(list(c)) for c in zip(*[get(metas[rn]) for rn in rns])])
     return {'keys': [list(k) for k in by], 'cols': cols}, which
+
+def _coded(c: list):
+    "A column of strings as `{'s': distinct strings, 'c': their indices}` (decoded without a Python call per row); others as they are."
+    if set(map(type, c)) != {str}: return c
+    voc: dict = {}
+    idx = [voc.setdefault(v, len(voc)) for v in c]
+    return {'s': list(voc), 'c': idx}
+
+_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance')     # what `_fill` reads of every row
 
 @patch
 def _meta_rows(self: _Mirror, mc: dict, which: np.ndarray) -> list:
-    "The frozen metadata dicts back from `_meta_columns` (strings interned, lists as tuples, as `_freeze` leaves them)."
+    "The frozen metadata dicts back from `_meta_columns` (strings interned, lists as tuples, as `_freeze` leaves them),"
+    "and the `_FIELDS` as columns by row (`_fill` reads them)."
     s, keys, cols = self._strs, mc['keys'], mc['cols']
+    fields = {k: [None] * len(which) for k in _FIELDS}
     order = np.argsort(which, kind='stable')
     counts = np.bincount(which, minlength=len(keys)) if which.size else np.zeros(len(keys), np.int64)
     if len(cols) != len(keys) or len(counts) != len(keys): raise SnapshotUnusable("metadata schemas do not fit together", True)
     out, at = [None] * len(which), 0
     for ks, cs, n in zip(keys, cols, counts.tolist()):
-        if len(cs) != len(ks) or any(len(c) != n for c in cs): raise SnapshotUnusable("metadata columns do not fit together", True)
+        if len(cs) != len(ks) or any(len(c['c'] if isinstance(c, dict) else c) != n for c in cs): raise SnapshotUnusable("metadata columns do not fit together", True)
         ks = tuple(s.setdefault(k, k) for k in ks)
         fixed = []
         for c in cs:
-            types = set(map(type, c))
-            if types == {str}: c = [s.setdefault(v, v) if len(v) <= 64 else v for v in c]
-            elif str in types or list in types:
+            if isinstance(c, dict):                            # strings: each distinct one interned once
+                voc = [s.setdefault(v, v) if len(v) <= 64 else v for v in c['s']]
+                if set(map(type, voc)) - {str}: raise SnapshotUnusable("a string column does not fit", True)
+                c = list(map(voc.__getitem__, c['c']))
+            elif list in set(map(type, c)) or str in set(map(type, c)):
                 c = [tuple(v) if type(v) is list else s.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in c]
             fixed.append(c)
         rows = order[at:at + n].tolist(); at += n
+        for k, c in zip(ks, fixed):
+            if k in fields:
+                f = fields[k]
+                for rn, v in zip(rows, c): f[rn] = v
         for rn, md in zip(rows, [dict(zip(ks, vals)) for vals in zip(*fixed)] if ks else [{} for _ in rows]): out[rn] = md
-    return out
+    return out, fields
 
 def _compact_segments(segments: list, keep: np.ndarray) -> list:
     "The keyword segments renumbered for the live rows only (`keep`: a bool per row): postings of gone rows dropped."
@@ -533,7 +558,8 @@ def save(self: _Mirror, path, stamp: dict) -> int:
     try:
         with open(tmp, 'wb') as f:
             f.write(_HEAD.pack(_MAGIC, len(head))); f.write(head)
-            f.write(hashlib.sha256(head + payload).digest()); f.write(payload)
+            digest = hashlib.sha256(head); digest.update(payload)
+            f.write(digest.digest()); f.write(payload)
             f.flush(); os.fsync(f.fileno())
         os.replace(tmp, path)
     finally: tmp.unlink(missing_ok=True)
@@ -557,7 +583,8 @@ def _read_snapshot(path, stamp: dict) -> tuple[dict, dict]:
         if h.get(k) != v: raise SnapshotUnusable(f"{k} is {h.get(k)!r:.60} in the snapshot, {v!r:.60} in the store")
     if h.get('live') != stamp.get('rows', h.get('live')): raise SnapshotUnusable("live rows differ from the row count")
     payload = memoryview(data)[_HEAD.size + n + _DIGEST:]
-    if hashlib.sha256(head + payload).digest() != data[_HEAD.size + n:_HEAD.size + n + _DIGEST]:
+    digest = hashlib.sha256(head); digest.update(payload)      # (no copy of the payload)
+    if digest.digest() != data[_HEAD.size + n:_HEAD.size + n + _DIGEST]:
         raise SnapshotUnusable("checksum mismatch", True)
     return h, _unpack(h.get('parts') or [], payload)
 
@@ -571,7 +598,8 @@ def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
         if not (len(ids) == len(docs) == len(p['schema']) == h['live']) or set(map(type, ids)) - {str} or set(map(type, docs)) - {str}:
             raise SnapshotUnusable("rows do not fit together", True)
         m = cls(key, name)
-        m._fill(ids, docs, m._meta_rows(rows['metas'], p['schema']), frozen=True)
+        metas, columns = m._meta_rows(rows['metas'], p['schema'])
+        m._fill(ids, docs, metas, frozen=True, columns=columns)
         code = _code_stamps()
         b = p['seg_bounds'].reshape(-1, 4) if p['seg_bounds'].size else np.zeros((0, 4), np.int64)
         if h['code'].get('segments') == code['segments'] and b[:, 2].sum() == p['seg_codes'].size \
