@@ -28,7 +28,7 @@ from .embeddings import Embedder, EmbeddingError
 from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP,
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks)
-from .mirror import _Mirror, _FLUSH_N
+from .mirror import _Mirror, _FLUSH_N, SnapshotUnusable
 from .lexical import LexicalIndex, lexical_text
 from .language import recall_terms, case_variants
 
@@ -100,6 +100,8 @@ class _Shared:
         self.write = threading.RLock()
         self.sort_keys: dict = {}          # collection id -> {item id: (created_at, importance, fetched_at)}
         self.mirrors: dict = {}            # collection id -> _Mirror (embedded mode)
+        self.path: Path | None = None      # the embedded store's directory (its mirror snapshots live there)
+        self.unlinked: set = set()         # collection ids whose snapshot this process removed and has not rewritten
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -125,6 +127,7 @@ def _acquire(key: str, path: Path | None) -> _Shared:
                 try: pid.write_text(f"pid {os.getpid()} on {socket.gethostname()}\n")
                 except OSError: pass
             sh = _REGISTRY[key] = _Shared(key, fl, pid)
+            sh.path = path
         sh.refs += 1
         return sh
 
@@ -172,6 +175,9 @@ def _chroma_settings(): return chromadb.config.Settings(anonymized_telemetry=Fal
 def _close_client(client, shared):
     try: _flush_all(client, shared)               # deferred `touch`es (see the mirror); defined below
     except Exception as e: _log.warning("could not write deferred last_accessed updates at close: %s", e)
+    if shared.refs <= 1:                          # the last store of this path: its mirrors' snapshots (defined below)
+        try: _save_mirrors(client, shared)
+        except Exception as e: _log.warning("could not write mirror snapshots at close: %s", e)
     try: client.close()
     except Exception: pass
     _release(shared)
@@ -315,14 +321,91 @@ def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
     return c
 
 # %% ../nbs/05_chroma.ipynb #905b6693
+_SNAP_DIR = 'jarvis_mirror'
+
+def _snap_file(path: Path, key: str) -> Path: return path / _SNAP_DIR / f'{key}.bin'
+
+def _chroma_seq(path: Path, col_id: str) -> int | None:
+    "Chroma's write sequence number for a collection: the last log record its metadata segment applied (None if unreadable)."
+    import sqlite3
+    try:
+        con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
+        try: row = con.execute("SELECT s.seq_id FROM max_seq_id s JOIN segments g ON g.id = s.segment_id "
+                               "WHERE g.collection = ? AND g.scope = 'METADATA'", (col_id,)).fetchone()
+        finally: con.close()
+    except sqlite3.Error as e:
+        _log.warning("cannot read Chroma's write sequence at %s (%s): mirror snapshots are not used", path, e)
+        return None
+    v = None if row is None else row[0]
+    return v if isinstance(v, int) and not isinstance(v, bool) else int.from_bytes(v, 'big') if isinstance(v, bytes) else None
+
+def _stamp(path: Path, col) -> dict | None:
+    "What a snapshot of `col` must say to stand in for it now: collection id and name, row count, write sequence."
+    seq = _chroma_seq(path, str(col.id))
+    return None if seq is None else {'collection': str(col.id), 'name': col.name, 'rows': col.count(), 'seq': seq}
+
+def _fsync_dir(d: Path):
+    try:
+        fd = os.open(d, os.O_RDONLY)
+        try: os.fsync(fd)
+        finally: os.close(fd)
+    except OSError: pass                          # (not every file system lets a directory be synced)
+
+def _unsnap(shared: _Shared, key: str):
+    "Before a write to collection `key`: remove its snapshot, once until it is rewritten (a crash after the write must find none)."
+    m = shared.mirrors.get(key)
+    if m is not None: m.on_disk = False
+    if shared.path is None or key in shared.unlinked: return
+    f = _snap_file(shared.path, key)
+    try:
+        if f.exists(): f.unlink(); _fsync_dir(f.parent)
+    except OSError as e: _log.warning("cannot remove the mirror snapshot %s (%s); its write sequence will mark it stale", f, e)
+    shared.unlinked.add(key)
+
+def _save_mirrors(client, shared: _Shared) -> int:
+    "Write the snapshot of every mirror whose file is not current (at close and `flush`); a failure is logged, never raised."
+    n = 0
+    if shared.path is None: return n
+    with shared.write:
+        for key, m in list(shared.mirrors.items()):
+            if m.pending or (m.on_disk and (m.lex is None or m.lex_on_disk)): continue
+            try:
+                col = client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction())
+                stamp = _stamp(shared.path, col) if str(col.id) == key else None
+                if stamp is None: continue
+                if stamp['rows'] != len(m):
+                    _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); continue
+                for old in (shared.path / _SNAP_DIR).glob(f'{key}.bin.tmp*'): old.unlink(missing_ok=True)   # a crash while saving
+                with m.lock: m.save(_snap_file(shared.path, key), stamp)
+                shared.unlinked.discard(key); n += 1
+            except Exception as e: _log.warning("could not write the mirror snapshot of %s: %s", m.name, e)
+    return n
+
 def _flush_all(client, shared: _Shared) -> int:
     "Write every mirror's deferred last_accessed values through `client` (at close)."
     n = 0
     with shared.write:
         for m in list(shared.mirrors.values()):
             if m.pending:
+                _unsnap(shared, m.key)
                 with m.lock: n += m.flush(client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction()))
     return n
+
+@patch
+def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
+    "The mirror of `c`: from its snapshot if that is current (embedded stores), else read from Chroma."
+    key = str(c.col.id)
+    if self.path is not None:
+        try:
+            stamp = _stamp(self.path, c.col)
+            if stamp is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
+            return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
+        except SnapshotUnusable as e:
+            if str(e) != 'no snapshot':
+                (_log.warning if e.damaged else _log.info)("mirror snapshot of %s is %s (%s); reading the rows from Chroma",
+                                                           c.col.name, 'damaged' if e.damaged else 'not current', e)
+                _unsnap(self._shared, key)
+    return _Mirror.load(key, c.col)
 
 @patch
 def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror | None:
@@ -334,7 +417,7 @@ def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror |
     if m is None:
         with self._shared.write:
             m = self._shared.mirrors.get(key)
-            if m is None: m = self._shared.mirrors[key] = _Mirror.load(key, c.col)
+            if m is None: m = self._shared.mirrors[key] = self._load_mirror(c)
     return m
 
 @patch
@@ -343,14 +426,17 @@ def _forget(self: ChromaStore, col):
     m = self._shared.mirrors.pop(str(col.id), None)
     if m is not None and m.pending:
         try:
+            _unsnap(self._shared, m.key)
             with m.lock: m.flush(col)
         except Exception as e: _log.warning("lost %d deferred last_accessed updates of %s: %s", len(m.pending), col.name, e)
 
 @patch
 @_guarded
 def flush(self: ChromaStore) -> int:
-    "Write deferred `touch`es (last_accessed) to Chroma now; returns how many rows were written."
-    return _flush_all(self._client, self._shared)
+    "Write deferred `touch`es (last_accessed) to Chroma now, then the mirrors' snapshots; returns how many rows were written."
+    n = _flush_all(self._client, self._shared)
+    _save_mirrors(self._client, self._shared)
+    return n
 
 # %% ../nbs/05_chroma.ipynb #db9fcf0d
 def _placeholder(dim: int) -> np.ndarray:
@@ -417,6 +503,7 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
         for user, its, c, vecs, metas in writes:               # 3. write
             c = c or self._col(user, create=True)
             mir = self._mirror(c, write=True)
+            _unsnap(self._shared, str(c.col.id))           # before the first write: a crash must not leave a current-looking snapshot
             if mir is not None and mir.flush_due():
                 with mir.lock: mir.flush(c.col)
             for s in range(0, len(its), bs):
@@ -763,6 +850,7 @@ def _changeable_rows(self: ChromaStore, scope, ids, flt=None, user_request: bool
 def _update(self: ChromaStore, c, metas: dict, embeddings: dict | None = None) -> int:
     "Merge `metas` ({id: {key: value or None}}) into the rows (and set `embeddings`), in Chroma and the mirror."
     ids, m = list(metas), self._mirror(c, write=True)
+    _unsnap(self._shared, str(c.col.id))
     if m is not None and m.flush_due():
         with m.lock: m.flush(c.col)
     try:
@@ -789,7 +877,7 @@ def touch(self: ChromaStore, scope: MemoryScope, ids, when: float) -> int:
         if m is None: return self._update(c, {i: {'last_accessed': float(when)} for i in rows})
         with m.lock:
             m.touch(list(rows), float(when))
-            if len(m.pending) >= _FLUSH_N: m.flush(c.col)
+            if len(m.pending) >= _FLUSH_N: _unsnap(self._shared, m.key); m.flush(c.col)
         return len(rows)
 
 @patch
@@ -825,6 +913,7 @@ def update_metadata(self: ChromaStore, scope: MemoryScope, ids, patch: dict) -> 
 @patch
 def _delete(self: ChromaStore, c, ids) -> int:
     m = self._mirror(c, write=True)
+    _unsnap(self._shared, str(c.col.id))
     try:
         for ch in _chunks(ids, _CHUNK): c.col.delete(ids=ch)
     except BaseException:
@@ -863,6 +952,7 @@ def drop_user(self: ChromaStore, user_id: str) -> int:
         if c is None: return 0
         n = c.col.count()
         key = str(c.col.id)
+        _unsnap(self._shared, key)
         self._shared.mirrors.pop(key, None); self._shared.sort_keys.pop(key, None)
         for name in (c.col.name, c.col.name + '-next'):
             try: self._client.delete_collection(name)
@@ -886,6 +976,7 @@ def _migrate(self: ChromaStore, c: _Col, batch: int) -> int:
     name, dim = self._ident()
     cname, nname = c.col.name, c.col.name + '-next'
     m = self._mirror(c, write=True)
+    _unsnap(self._shared, str(c.col.id))
     if m is not None and m.pending:                    # the copy reads Chroma: write deferred touches first
         with m.lock: m.flush(c.col)
     try: self._client.delete_collection(nname)
@@ -944,6 +1035,8 @@ def scrub(self: ChromaStore) -> bool:
     import sqlite3
     with self._shared.write:
         _flush_all(self._client, self._shared)
+        for key in list(self._shared.mirrors): _unsnap(self._shared, key)
+        for f in (self.path / _SNAP_DIR).glob('*'): f.unlink(missing_ok=True)   # snapshots hold row text too: rewritten at close
         con = sqlite3.connect(str(self.path / 'chroma.sqlite3'), timeout=60, isolation_level=None)
         try:
             con.execute('PRAGMA secure_delete = ON')

@@ -98,30 +98,39 @@ class LexicalIndex:
             raise LexicalError(f"tokenize must be callable, got {type(tokenize).__name__}")
         self.k1, self.b = float(k1), float(b)
         self.tokenize = tokenize if tokenize is not None else lexical_terms
-        self._docs: dict[str, dict[str, int]] = {}       # doc_id -> {term: tf}
-        self._slot: dict[str, int] = {}                  # doc_id -> row in the arrays below
+        self._docs: dict[str, dict[str, int]] = {}       # doc_id -> {term: tf} (documents outside the base, below)
+        self._slot: dict[str, int] = {}                  # doc_id -> row in the arrays below (every document)
         self._ids: list[str | None] = []                 # row -> doc_id (None: a free row)
         self._free: list[int] = []
         self._lens = np.zeros(64)                        # row -> number of terms, repeats counted
-        self._postings: dict[str, dict[int, int]] = {}   # term -> {row: tf}
+        self._postings: dict[str, dict[int, int]] = {}   # term -> {row: tf} (terms outside the base)
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}   # term -> (rows, tfs), rebuilt after a change
         self._total = 0
+        self._base = None                                # `_Base` of `load_terms`: documents and postings as arrays
         self._lock = threading.RLock()
 
-    def __len__(self) -> int: return len(self._docs)
-    def __contains__(self, doc_id) -> bool: return doc_id in self._docs
-    def __repr__(self) -> str: return f"LexicalIndex({len(self)} documents, {len(self._postings)} terms)"
+    def __len__(self) -> int: return len(self._slot)
+    def __contains__(self, doc_id) -> bool: return doc_id in self._slot
+    def __repr__(self) -> str: return f"LexicalIndex({len(self)} documents, {self._n_terms()} terms)"
+    def _n_terms(self) -> int: return len(self._postings) + (len(self._base.live) if self._base is not None else 0)
 
     @property
     def ids(self) -> list[str]:
         "The indexed ids, in insertion order."
-        with self._lock: return list(self._docs)
+        with self._lock: return list(self._slot)
+
+    def _tf(self, doc_id: str) -> dict[str, int] | None:
+        "The term counts of `doc_id` (the stored dict, or decoded from the base), None if it is not indexed."
+        tf = self._docs.get(doc_id)
+        if tf is None and doc_id in self._slot: tf = self._base.doc(self._slot[doc_id])
+        return tf
 
     def doc_terms(self, doc_id: str) -> dict[str, int]:
         "The term counts indexed for `doc_id` (a copy), to keep beside the item and rebuild with `add_terms`."
         with self._lock:
-            if _check_doc_id(doc_id) not in self._docs: raise KeyError(doc_id)
-            return dict(self._docs[doc_id])
+            tf = self._tf(_check_doc_id(doc_id))
+            if tf is None: raise KeyError(doc_id)
+            return dict(tf)
 
     def add(self, doc_id: str, text: str) -> None:
         "Index `text` under `doc_id`, replacing what was indexed under that id before."
@@ -133,16 +142,26 @@ class LexicalIndex:
     def add_terms(self, doc_id: str, terms) -> None:
         "Index pre-tokenised `terms` (a list with repeats, or a `{term: count}` mapping) under `doc_id`."
         doc_id = _check_doc_id(doc_id)
-        if isinstance(terms, str): raise LexicalError(f"terms must be a list or mapping of terms, not one string: {terms!r:.60}")
-        tf = Counter(dict(terms)) if isinstance(terms, dict) else Counter(terms)
-        for t, c in tf.items():
-            if not isinstance(t, str) or not t or isinstance(c, bool) or not isinstance(c, int) or c < 1:
-                raise LexicalError(f"terms must be non-empty strings with counts >= 1, got {t!r:.40}: {c!r}")
-        self._put(doc_id, tf)
+        self._put(doc_id, _check_terms(terms))
 
     def add_many(self, docs: Iterable[tuple[str, str]]) -> None:
-        "`add` for each `(doc_id, text)`."
-        for doc_id, text in docs: self.add(doc_id, text)
+        "`add` for each `(doc_id, text)`; into an empty index in bulk (tokenised, then loaded as `load_terms` arrays)."
+        with self._lock:
+            if self._slot:
+                for doc_id, text in docs: self.add(doc_id, text)
+                return
+            tfs: dict[str, Counter] = {}
+            for doc_id, text in docs:
+                doc_id = _check_doc_id(doc_id)
+                tfs.pop(doc_id, None); tfs[doc_id] = Counter(self.tokenize(_check_text(text, 'text')))
+            self.load_terms(**_terms_arrays(tfs))
+
+    def _own(self, t: str) -> dict[int, int]:
+        "The postings dict of term `t`, taken out of the base first if it is there (a write changes it)."
+        post = self._postings.get(t)
+        if post is None:
+            post = self._postings[t] = self._base.take(t) if self._base is not None and t in self._base.live else {}
+        return post
 
     def _put(self, doc_id: str, tf: Counter) -> None:
         with self._lock:
@@ -154,17 +173,18 @@ class LexicalIndex:
             n = sum(tf.values())
             self._ids[row], self._slot[doc_id], self._lens[row] = doc_id, row, n
             for t, c in tf.items():
-                self._postings.setdefault(t, {})[row] = c
+                self._own(t)[row] = c
                 self._arrays.pop(t, None)
             self._docs[doc_id] = dict(tf)
             self._total += n
 
     def _remove(self, doc_id: str) -> bool:
-        tf = self._docs.pop(doc_id, None)
+        tf = self._tf(doc_id)
         if tf is None: return False
+        self._docs.pop(doc_id, None)
         row = self._slot.pop(doc_id)
         for t in tf:
-            post = self._postings[t]
+            post = self._own(t)
             del post[row]
             if not post: del self._postings[t]
             self._arrays.pop(t, None)
@@ -181,6 +201,109 @@ class LexicalIndex:
     def clear(self) -> None:
         "Forget every document."
         with self._lock: self.__init__(k1=self.k1, b=self.b, tokenize=self.tokenize)
+
+def _terms_arrays(tfs: dict) -> dict:
+    "`load_terms` arrays (doc-major) of `{doc_id: {term: count}}`."
+    vocab: dict[str, int] = {}
+    keys, counts, lens = [], [], []
+    for tf in tfs.values(): keys.extend(tf); counts.extend(tf.values()); lens.append(len(tf))
+    terms = [vocab.setdefault(t, len(vocab)) for t in keys]
+    return dict(ids=list(tfs), vocab=list(vocab), doc_off=np.r_[0, np.cumsum(lens, dtype=np.int64)].astype(np.int64),
+                doc_terms=np.asarray(terms, dtype=np.int32), doc_tfs=np.asarray(counts, dtype=np.int32))
+
+def _check_terms(terms) -> Counter:
+    if isinstance(terms, str): raise LexicalError(f"terms must be a list or mapping of terms, not one string: {terms!r:.60}")
+    tf = Counter(dict(terms)) if isinstance(terms, dict) else Counter(terms)
+    for t, c in tf.items():
+        if not isinstance(t, str) or not t or isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise LexicalError(f"terms must be non-empty strings with counts >= 1, got {t!r:.40}: {c!r}")
+    return tf
+
+class _Base:
+    "Documents and postings loaded in bulk by `load_terms`, as arrays; a term leaves it (for a dict) when a write changes its postings."
+    __slots__ = ('vocab', 'live', 'n', 'doc_off', 'doc_terms', 'doc_tfs', 'term_off', 'term_rows', 'term_tfs')
+    def doc(self, row: int) -> dict[str, int]:
+        a, b = int(self.doc_off[row]), int(self.doc_off[row + 1])
+        v = self.vocab
+        return dict(zip([v[j] for j in self.doc_terms[a:b].tolist()], self.doc_tfs[a:b].tolist()))
+    def arrays(self, t: str) -> tuple[np.ndarray, np.ndarray]:
+        j = self.live[t]
+        a, b = int(self.term_off[j]), int(self.term_off[j + 1])
+        return self.term_rows[a:b], self.term_tfs[a:b]
+    def take(self, t: str) -> dict[int, int]:
+        rows, tfs = self.arrays(t)
+        del self.live[t]
+        return dict(zip(rows.tolist(), tfs.astype(np.int64).tolist()))
+
+def _ints(a, what: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim != 1 or not (a.size == 0 or np.issubdtype(a.dtype, np.integer)):
+        raise LexicalError(f"{what} must be a 1-d integer array, got {a.dtype} of shape {a.shape}")
+    return a
+
+def _load_terms(self: LexicalIndex, ids, vocab, doc_off, doc_terms, doc_tfs, term_off=None, term_rows=None, term_tfs=None) -> LexicalIndex:
+    "Fill this empty index in bulk from `dump_terms` arrays (no tokenising); writes afterwards work as usual. Returns the index."
+    if not isinstance(ids, list) or not isinstance(vocab, list): raise LexicalError("ids and vocab must be lists of strings")
+    for what, xs in (('ids', ids), ('vocab', vocab)):
+        if xs and (set(map(type, xs)) != {str} or len(set(xs)) != len(xs) or not all(xs)):
+            raise LexicalError(f"{what} must be distinct non-empty strings")
+    off, terms, tfs = _ints(doc_off, 'doc_off'), _ints(doc_terms, 'doc_terms'), _ints(doc_tfs, 'doc_tfs')
+    n, nnz, nv = len(ids), len(terms), len(vocab)
+    if len(off) != n + 1 or int(off[0]) != 0 or int(off[-1]) != nnz or len(tfs) != nnz or (n and bool((np.diff(off) < 0).any())):
+        raise LexicalError(f"doc_off must run from 0 to {nnz} ({n + 1} values, never decreasing), got {len(off)} values")
+    if nnz and (int(terms.min()) < 0 or int(terms.max()) >= nv or int(tfs.min()) < 1):
+        raise LexicalError(f"doc_terms must index the {nv} vocab terms and doc_tfs be counts >= 1")
+    counts = np.bincount(terms, minlength=nv) if nnz else np.zeros(nv, np.int64)
+    if term_off is None:                                   # the term-major copy: postings of each term, rows ascending
+        order = np.argsort(terms, kind='stable')
+        term_rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(off))[order]
+        term_tfs, term_off = tfs[order], np.r_[0, np.cumsum(counts)]
+    else:
+        term_off, term_rows, term_tfs = _ints(term_off, 'term_off'), _ints(term_rows, 'term_rows'), _ints(term_tfs, 'term_tfs')
+        if len(term_off) != nv + 1 or not np.array_equal(np.diff(term_off), counts) or len(term_rows) != nnz \
+           or int(term_tfs.sum()) != int(tfs.sum()) or (nnz and (int(term_rows.min()) < 0 or int(term_rows.max()) >= n)):
+            raise LexicalError("term_off, term_rows and term_tfs do not match doc_off, doc_terms and doc_tfs")
+    with self._lock:
+        if self._slot: raise LexicalError(f"load_terms fills an empty index; this one holds {len(self._slot)} documents")
+        lens = np.diff(np.r_[0, np.cumsum(tfs, dtype=np.int64)][off]).astype(np.float64)
+        self._ids = list(ids)
+        self._slot = dict(zip(ids, range(n)))
+        self._lens = np.concatenate([lens, np.zeros(max(64, n))])
+        self._total = int(lens.sum())
+        base = self._base = _Base()
+        base.vocab, base.n = vocab, n
+        base.doc_off, base.doc_terms, base.doc_tfs = off, terms, tfs
+        base.term_off, base.term_rows, base.term_tfs = term_off, term_rows, np.asarray(term_tfs, dtype=np.float64)
+        nz = np.flatnonzero(counts).tolist()
+        base.live = dict(zip(vocab, range(nv))) if len(nz) == nv else {vocab[j]: j for j in nz}
+    return self
+
+def _dump_terms(self: LexicalIndex) -> dict:
+    "Every document's term counts as arrays (doc-major and term-major), for `load_terms` to rebuild the index without tokenising."
+    with self._lock:
+        base, vocab, rows, tfs, lens = self._base, [], [], [], []
+        if base is not None and base.live:                 # terms still in the base: their postings, copied in bulk
+            vocab = list(base.live)
+            j = np.fromiter(base.live.values(), dtype=np.int64, count=len(base.live))
+            lo = base.term_off[j].astype(np.int64); ln = base.term_off[j + 1].astype(np.int64) - lo
+            idx = np.repeat(lo - (np.cumsum(ln) - ln), ln) + np.arange(int(ln.sum()))
+            rows.append(base.term_rows[idx].astype(np.int64)); tfs.append(base.term_tfs[idx].astype(np.int64)); lens.append(ln)
+        r, c, n_ = [], [], []
+        for t, post in self._postings.items():              # the others: one list extend per term, not per posting
+            vocab.append(t); n_.append(len(post)); r.extend(post); c.extend(post.values())
+        rows.append(np.asarray(r, dtype=np.int64)); tfs.append(np.asarray(c, dtype=np.int64)); lens.append(np.asarray(n_, dtype=np.int64))
+        rows, tfs, lens = np.concatenate(rows), np.concatenate(tfs), np.concatenate(lens)
+        live = [i for i, d in enumerate(self._ids) if d is not None]
+        new = np.full(len(self._ids), -1, dtype=np.int64); new[live] = np.arange(len(live))
+        term_rows = new[rows]                              # rows renumbered without the free ones
+        order = np.argsort(term_rows, kind='stable')
+        return dict(ids=[self._ids[i] for i in live], vocab=vocab,
+                    doc_off=np.r_[0, np.cumsum(np.bincount(term_rows, minlength=len(live)))].astype(np.int64),
+                    doc_terms=np.repeat(np.arange(len(vocab), dtype=np.int32), lens)[order], doc_tfs=tfs[order].astype(np.int32),
+                    term_off=np.r_[0, np.cumsum(lens)].astype(np.int64), term_rows=term_rows.astype(np.int32),
+                    term_tfs=tfs.astype(np.int32))
+
+LexicalIndex.load_terms, LexicalIndex.dump_terms = _load_terms, _dump_terms
 
 # %% ../nbs/12c_lexical.ipynb #ae2a5735
 @functools.lru_cache(maxsize=64)
@@ -200,16 +323,16 @@ def _check_search(query, k, allow):
 def _term_arrays(self: LexicalIndex, term: str):
     arr = self._arrays.get(term)
     if arr is None:
-        post = self._postings[term]
-        arr = (np.fromiter(post.keys(), dtype=np.int64, count=len(post)),
-               np.fromiter(post.values(), dtype=np.float64, count=len(post)))
+        post = self._postings.get(term)
+        arr = self._base.arrays(term) if post is None else (np.fromiter(post.keys(), dtype=np.int64, count=len(post)),
+                                                            np.fromiter(post.values(), dtype=np.float64, count=len(post)))
         self._arrays[term] = arr
     return arr
 
 def _known(self: LexicalIndex, term: str) -> str | None:
     "`term` if the index has it, else its stem without one or two trailing particles if the index has that, else None."
     for _ in range(3):
-        if term in self._postings: return term
+        if term in self._postings or (self._base is not None and term in self._base.live): return term
         stem = strip_particles_list(term)
         if stem == term: return None
         term = stem
@@ -217,7 +340,7 @@ def _known(self: LexicalIndex, term: str) -> str | None:
 
 def _scores(self: LexicalIndex, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
     "Rows that share a term with the query and their BM25 scores."
-    n = len(self._docs)
+    n = len(self._slot)
     terms = [t for t in dict.fromkeys(map(functools.partial(_known, self), terms)) if t is not None]
     if not n or not self._total or not terms: return np.zeros(0, np.int64), np.zeros(0)
     avgdl, k1, b = self._total / n, self.k1, self.b

@@ -6,17 +6,19 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/mirror.html.md"""
 
 # %% ../nbs/04_mirror.ipynb #2689c7fc
 from __future__ import annotations
-import bisect, heapq, math, threading, time
+import bisect, functools, hashlib, heapq, json, math, operator, os, struct, threading, time
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from fastcore.basics import patch
 
 from .scope import MemoryItem
-from .store import ReadClause, _gkey, _NUM, _row_item, _chunks, _CHUNK
-from .lexical import LexicalIndex, lexical_text
+from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK
+from .lexical import LexicalIndex, LexicalError, lexical_text
 
 # %% auto #0
-__all__ = []
+__all__ = ['SnapshotUnusable']
 
 # %% ../nbs/04_mirror.ipynb #ec2b1413
 _SEG_ROWS = 1 << 15                # rows per keyword-index segment at most (row offsets fit in 16 bits)
@@ -98,16 +100,52 @@ class _Mirror:
         self.gmat: dict = {}                                # group key -> (row numbers, their unit vectors)
         self.short: set = set()                             # rows whose document has one character (no bigram)
         self.lex = None                                     # BM25 index of the live rows (lexical leg): built on first use, then kept in step
+        self.lex_saved = None                               # until then, the BM25 terms a snapshot brought (`_SavedLex`), if any
+        self.on_disk = False                                # the snapshot file holds exactly these rows (see `save`)
+        self.lex_on_disk = False                            # ... and the BM25 terms of every one of them
         self._strs: dict = {}
 
     @classmethod
     def load(cls, key: str, col) -> _Mirror:
-        m = cls(key, col.name)
+        "Every row of the backend collection `col`, read in chunks of ids (rebuilt from the store: see `restore` for the snapshot)."
+        ids, docs, metas = [], [], []
         for ch in _chunks(col.get(include=[])['ids'], _CHUNK):
             r = col.get(ids=ch, include=['documents', 'metadatas'])
-            for i, d, md in zip(r['ids'], r['documents'], r['metadatas']): m._row(i, d, md or {}, False)
+            ids += r['ids']; docs += r['documents']; metas += r['metadatas']
+        m = cls(key, col.name)
+        m._fill(ids, docs, metas)
         m._index()
         return m
+
+    def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False, columns: dict | None = None):
+        "The rows of a new mirror in bulk: each group's key lists sorted once, not an insort per row (`frozen`: metas are"
+        "`_freeze`d; `columns`: some metadata fields as lists by row, None where a row lacks the key)."
+        n = len(ids)
+        self.ids, self.docs = list(ids), list(docs)
+        self.metas = list(metas) if frozen else [self._freeze(md or {}) for md in metas]
+        self.rn = dict(zip(self.ids, range(n)))
+        if len(self.rn) != n: raise ValueError(f"{n - len(self.rn)} repeated ids among {n} rows")
+        self.valid = bytearray(n)
+        cap = max(64, 1 << max(0, n - 1).bit_length())
+        self.gcode, self.ctime = np.full(cap, -1, np.int32), np.zeros(cap)
+        def field(k):                                              # a column at a time: `_gkey` and `_num` of every row
+            c = (columns or {}).get(k)
+            return c if c is not None else [md.get(k) for md in self.metas]
+        def hkeys(c): return c if set(map(type, c)) <= {str, bool} else list(map(_hkey, c))     # (_hkey: str, bool unchanged)
+        def nums(c): return c if set(map(type, c)) <= {float} else list(map(_num, c))           # (_num: a float unchanged)
+        keys = list(zip(*(hkeys(field(k)) for k in ('layer', 'agent_id', 'source', 'active'))))
+        codes = self.codes
+        gcode = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int32, count=n)
+        ct, imp = nums(field('created_at')), nums(field('importance'))
+        order = np.argsort(gcode, kind='stable')
+        bounds = np.r_[0, np.cumsum(np.bincount(gcode, minlength=len(codes)))].tolist()
+        for key, c in codes.items():                               # each group's sort keys, sorted once
+            rows = order[bounds[c]:bounds[c + 1]].tolist()
+            g = self.groups[key] = _Group()
+            g_ids, g_t = [self.ids[r] for r in rows], [ct[r] for r in rows]
+            g.by_time = sorted(zip(g_t, g_ids)); g.by_imp = sorted(zip([imp[r] for r in rows], g_t, g_ids))
+        self.gcode[:n], self.ctime[:n] = gcode, ct
+        self.short = {rn for rn, d in enumerate(self.docs) if len(d) < 2}
 
     def __len__(self): return len(self.rn)
 
@@ -177,6 +215,7 @@ class _Mirror:
             self._row(i, d, md, True)
             self.pending.pop(i, None)                       # the row was replaced: its old last_accessed is gone
             if self.lex is not None: self.lex.add(i, lexical_text(d, md))
+            elif self.lex_saved is not None: self.lex_saved.stale.add(i)
         self.version += 1
         self._index()
 
@@ -190,7 +229,9 @@ class _Mirror:
             if _gkey(new) != _gkey(old) or new.get('created_at') != old.get('created_at') or new.get('importance') != old.get('importance'):
                 self._ungroup(rn); self.metas[rn] = new; self._group(rn)
             else: self.metas[rn] = new
-            if self.lex is not None and not _LEX_CONTEXT.isdisjoint(p): self.lex.add(i, lexical_text(self.docs[rn], new))
+            if not _LEX_CONTEXT.isdisjoint(p):
+                if self.lex is not None: self.lex.add(i, lexical_text(self.docs[rn], new))
+                elif self.lex_saved is not None: self.lex_saved.stale.add(i)
             if 'has_vector' in p:                           # reembed: a new vector
                 self.version += 1
                 if self.vec.pop(rn, None) is not None: self.gmat.pop(_gkey(new), None)
@@ -201,6 +242,7 @@ class _Mirror:
             if rn is not None: self._kill(rn)
             self.pending.pop(i, None)
             if self.lex is not None: self.lex.delete(i)
+            elif self.lex_saved is not None: self.lex_saved.stale.add(i)
         self.version += 1
 
     def touch(self, ids, when: float):
@@ -335,10 +377,10 @@ def _newest(self: _Mirror, cand: np.ndarray, ok, limit) -> list:
 def lexicon(self: _Mirror) -> LexicalIndex:
     "The BM25 index of the live rows (`lexical_text` of each), built on first use; writes keep it in step afterwards."
     if self.lex is None:
-        lx = LexicalIndex()
-        for rn, i in enumerate(self.ids):
-            if i is not None: lx.add(i, lexical_text(self.docs[rn], self.metas[rn]))
-        self.lex = lx
+        lx = self.lex_saved.current(self.rn) if self.lex_saved is not None else LexicalIndex()
+        lx.add_many((i, lexical_text(self.docs[rn], self.metas[rn])) for rn, i in enumerate(self.ids)
+                    if i is not None and i not in lx)        # (into an empty index in bulk; after a snapshot, rows written since)
+        self.lex, self.lex_saved = lx, None
     return self.lex
 
 @patch
@@ -357,3 +399,229 @@ def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
     ids = [self.ids[rn] for rn in rns if rn is not None and self.ids[rn] is not None]
     got = self.lexicon().scores(query, ids)
     return {self.rn[i]: s for i, s in got.items()}
+
+# %% ../nbs/04_mirror.ipynb #5e0c7a12
+_MAGIC, _FORMAT = b'JMMIRROR', 1
+_HEAD = struct.Struct('<8sI')                  # magic, header length; then the header (JSON), a SHA-256, the payload
+_DIGEST = 32
+_CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store')}   # the code each part depends on
+                                                                                 # (what is indexed: `lexicon` reads rows)
+_DISTS = ('kiwipiepy', 'kiwipiepy_model', 'PyStemmer')                              # ... and packages (the tokenizer's)
+
+class SnapshotUnusable(Exception):
+    "The snapshot file cannot stand in for the store's rows: missing, stale (`damaged=False`) or damaged (`damaged=True`)."
+    def __init__(self, why: str, damaged: bool = False): super().__init__(why); self.damaged = damaged
+
+@dataclass
+class _SavedLex:
+    "BM25 terms a snapshot brought, until `lexicon` needs them: the index `load_terms` made, and the ids written since (re-tokenised then)."
+    index: LexicalIndex
+    stale: set
+
+    def current(self, live) -> LexicalIndex:
+        "The index without the rows written since the snapshot or gone (`live`: the ids that exist); it may lack rows."
+        lx = self.index
+        for i in self.stale: lx.delete(i)
+        for i in [i for i in lx.ids if i not in live]: lx.delete(i)
+        self.stale = set()
+        return lx
+
+@functools.lru_cache(maxsize=None)
+def _code_stamps() -> dict:
+    "A fingerprint per snapshot part of the code (and packages) that computes it: a part made by other code is not used."
+    import importlib, importlib.metadata
+    out = {}
+    for part, mods in _CODE.items():
+        h = hashlib.sha256(str(_FORMAT).encode())
+        for mod in mods:
+            try: h.update(Path(importlib.import_module(f'jarvis_memory.{mod}').__file__).read_bytes())
+            except (OSError, TypeError, ImportError): h.update(b'?' + mod.encode())
+        if part == 'lexical':
+            for dist in _DISTS:
+                try: h.update(f'{dist}=={importlib.metadata.version(dist)};'.encode())
+                except importlib.metadata.PackageNotFoundError: h.update(f'{dist} missing;'.encode())
+        out[part] = h.hexdigest()[:32]
+    return out
+
+def _jbytes(x) -> bytes: return json.dumps(x, ensure_ascii=False, separators=(',', ':')).encode('utf-8', 'surrogatepass')
+def _jload(b) -> object: return json.loads(bytes(b).decode('utf-8', 'surrogatepass'))
+
+def _pack(parts: dict) -> tuple[list, bytes]:
+    "The payload of named parts (bytes, or numpy arrays stored raw, little-endian) and its table `[name, dtype, offset, size]`."
+    table, chunks, off = [], [], 0
+    for name, v in parts.items():
+        if isinstance(v, np.ndarray):
+            dt = v.dtype.newbyteorder('<')
+            b, kind = np.ascontiguousarray(v, dtype=dt).tobytes(), dt.str
+        else: b, kind = v, 'bytes'
+        table.append([name, kind, off, len(b)])
+        pad = -len(b) % 8                                  # every array starts 8-byte aligned
+        chunks += [b, b'\0' * pad]; off += len(b) + pad
+    return table, b''.join(chunks)
+
+def _unpack(table, payload: memoryview) -> dict:
+    out = {}
+    for name, kind, off, size in table:
+        if not (isinstance(off, int) and isinstance(size, int) and 0 <= off and off + size <= len(payload)):
+            raise SnapshotUnusable(f"part {name!r} lies outside the file", True)
+        b = payload[off:off + size]
+        out[name] = b if kind == 'bytes' else np.frombuffer(b, dtype=np.dtype(kind)).copy()    # (not a view of the whole file)
+    return out
+
+def _meta_columns(metas: list) -> tuple[dict, np.ndarray]:
+    "Metadata dicts as columns: rows with the same keys share a schema (keys sorted: Chroma's order is arbitrary); per schema, one list per key."
+    by: dict = {}
+    for rn, md in enumerate(metas): by.setdefault(tuple(sorted(md)), []).append(rn)
+    which, cols = np.zeros(len(metas), np.int32), []
+    for j, (ks, rns) in enumerate(by.items()):
+        which[rns] = j
+        get = operator.itemgetter(*ks) if len(ks) > 1 else (lambda md, k=ks[0]: (md[k],)) if ks else (lambda md: ())
+        cols.append([_coded(list(c)) for c in zip(*[get(metas[rn]) for rn in rns])])
+    return {'keys': [list(k) for k in by], 'cols': cols}, which
+
+def _coded(c: list):
+    "A column of strings as `{'s': distinct strings, 'c': their indices}` (decoded without a Python call per row); others as they are."
+    if set(map(type, c)) != {str}: return c
+    voc: dict = {}
+    idx = [voc.setdefault(v, len(voc)) for v in c]
+    return {'s': list(voc), 'c': idx}
+
+_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance')     # what `_fill` reads of every row
+
+@patch
+def _meta_rows(self: _Mirror, mc: dict, which: np.ndarray) -> list:
+    "The frozen metadata dicts back from `_meta_columns` (strings interned, lists as tuples, as `_freeze` leaves them),"
+    "and the `_FIELDS` as columns by row (`_fill` reads them)."
+    s, keys, cols = self._strs, mc['keys'], mc['cols']
+    fields = {k: [None] * len(which) for k in _FIELDS}
+    order = np.argsort(which, kind='stable')
+    counts = np.bincount(which, minlength=len(keys)) if which.size else np.zeros(len(keys), np.int64)
+    if len(cols) != len(keys) or len(counts) != len(keys): raise SnapshotUnusable("metadata schemas do not fit together", True)
+    out, at = [None] * len(which), 0
+    for ks, cs, n in zip(keys, cols, counts.tolist()):
+        if len(cs) != len(ks) or any(len(c['c'] if isinstance(c, dict) else c) != n for c in cs): raise SnapshotUnusable("metadata columns do not fit together", True)
+        ks = tuple(s.setdefault(k, k) for k in ks)
+        fixed = []
+        for c in cs:
+            if isinstance(c, dict):                            # strings: each distinct one interned once
+                voc = [s.setdefault(v, v) if len(v) <= 64 else v for v in c['s']]
+                if set(map(type, voc)) - {str}: raise SnapshotUnusable("a string column does not fit", True)
+                c = list(map(voc.__getitem__, c['c']))
+            elif list in set(map(type, c)) or str in set(map(type, c)):
+                c = [tuple(v) if type(v) is list else s.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in c]
+            fixed.append(c)
+        rows = order[at:at + n].tolist(); at += n
+        for k, c in zip(ks, fixed):
+            if k in fields:
+                f = fields[k]
+                for rn, v in zip(rows, c): f[rn] = v
+        for rn, md in zip(rows, [dict(zip(ks, vals)) for vals in zip(*fixed)] if ks else [{} for _ in rows]): out[rn] = md
+    return out, fields
+
+def _compact_segments(segments: list, keep: np.ndarray) -> list:
+    "The keyword segments renumbered for the live rows only (`keep`: a bool per row): postings of gone rows dropped."
+    new, out = np.cumsum(keep) - 1, []
+    for lo, hi, uc, off, rows in segments:
+        k = keep[rows]
+        cnt = np.add.reduceat(k.astype(np.int64), off[:-1]) if uc.size else np.zeros(0, np.int64)
+        nz = cnt > 0
+        nlo, nhi = int(keep[:lo].sum()), int(keep[:hi].sum())
+        if nhi > nlo: out.append((nlo, nhi, uc[nz], np.r_[0, np.cumsum(cnt[nz])].astype(np.int64), new[rows[k]].astype(np.int32)))
+    return out
+
+@patch
+def save(self: _Mirror, path, stamp: dict) -> int:
+    "Write the snapshot of this mirror to `path` atomically (a temporary file, fsync, `os.replace`); `stamp` says what it mirrors. Returns its size."
+    live = [rn for rn, i in enumerate(self.ids) if i is not None]
+    mc, which = _meta_columns([self.metas[rn] for rn in live])
+    rows = {'ids': [self.ids[rn] for rn in live], 'docs': [self.docs[rn] for rn in live], 'metas': mc}
+    segs, indexed = self.segments, self.indexed
+    if len(live) < len(self.ids):                          # gone rows: leave them out, renumber the index
+        keep = np.zeros(len(self.ids), bool); keep[live] = True
+        segs, indexed = _compact_segments(segs, keep), int(keep[:indexed].sum())
+    parts = {'rows': _jbytes(rows), 'schema': which,
+             'seg_bounds': np.array([(lo, hi, uc.size, rs.size) for lo, hi, uc, off, rs in segs], dtype=np.int64).reshape(-1, 4),
+             'seg_codes': np.concatenate([s[2] for s in segs] or [np.zeros(0, np.uint64)]).astype(np.uint64),
+             'seg_off': np.concatenate([s[3] for s in segs] or [np.zeros(0, np.int64)]).astype(np.int64),
+             'seg_rows': np.concatenate([s[4] for s in segs] or [np.zeros(0, np.int32)]).astype(np.int32)}
+    lex = self.lex if self.lex is not None else self.lex_saved.current(self.rn) if self.lex_saved is not None else None
+    if lex is not None:                                    # (terms a snapshot brought and still unused are passed on)
+        t = lex.dump_terms()
+        parts['lex_words'] = _jbytes({'ids': t.pop('ids'), 'vocab': t.pop('vocab')})
+        parts.update((f'lex_{k}', v) for k, v in t.items())
+    table, payload = _pack(parts)
+    head = _jbytes({'format': _FORMAT, **stamp, 'live': len(live), 'indexed': indexed, 'code': _code_stamps(),
+                    'lexical': lex is not None and len(lex) == len(live), 'saved_at': time.time(), 'parts': table})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, 'wb') as f:
+            f.write(_HEAD.pack(_MAGIC, len(head))); f.write(head)
+            digest = hashlib.sha256(head); digest.update(payload)
+            f.write(digest.digest()); f.write(payload)
+            f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally: tmp.unlink(missing_ok=True)
+    self.on_disk, self.lex_on_disk = True, bool(lex is not None and len(lex) == len(live))
+    return _HEAD.size + len(head) + _DIGEST + len(payload)
+
+def _read_snapshot(path, stamp: dict) -> tuple[dict, dict]:
+    "The header and parts of the snapshot at `path` if it mirrors exactly `stamp` (same collection, rows, write sequence), else `SnapshotUnusable`."
+    try: data = Path(path).read_bytes()
+    except FileNotFoundError: raise SnapshotUnusable("no snapshot") from None
+    except OSError as e: raise SnapshotUnusable(f"cannot read it: {e}", True) from None
+    if len(data) < _HEAD.size: raise SnapshotUnusable(f"{len(data)} bytes: cut short", True)
+    magic, n = _HEAD.unpack_from(data)
+    if magic != _MAGIC: raise SnapshotUnusable("not a mirror snapshot (magic bytes)", True)
+    if _HEAD.size + n + _DIGEST > len(data): raise SnapshotUnusable("cut short (header)", True)
+    head = bytes(data[_HEAD.size:_HEAD.size + n])
+    try: h = _jload(head)
+    except ValueError: raise SnapshotUnusable("header is not JSON", True) from None
+    if not isinstance(h, dict) or h.get('format') != _FORMAT: raise SnapshotUnusable(f"format {h.get('format') if isinstance(h, dict) else h!r:.40}, not {_FORMAT}")
+    for k, v in stamp.items():                             # cheap checks against the store first: stale?
+        if h.get(k) != v: raise SnapshotUnusable(f"{k} is {h.get(k)!r:.60} in the snapshot, {v!r:.60} in the store")
+    if h.get('live') != stamp.get('rows', h.get('live')): raise SnapshotUnusable("live rows differ from the row count")
+    payload = memoryview(data)[_HEAD.size + n + _DIGEST:]
+    digest = hashlib.sha256(head); digest.update(payload)      # (no copy of the payload)
+    if digest.digest() != data[_HEAD.size + n:_HEAD.size + n + _DIGEST]:
+        raise SnapshotUnusable("checksum mismatch", True)
+    return h, _unpack(h.get('parts') or [], payload)
+
+@classmethod
+def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
+    "The mirror saved at `path`, if it mirrors exactly `stamp`; else `SnapshotUnusable` (the caller rebuilds from the store)."
+    h, p = _read_snapshot(path, stamp)
+    try:
+        rows = _jload(p['rows'])
+        ids, docs = rows['ids'], rows['docs']
+        if not (len(ids) == len(docs) == len(p['schema']) == h['live']) or set(map(type, ids)) - {str} or set(map(type, docs)) - {str}:
+            raise SnapshotUnusable("rows do not fit together", True)
+        m = cls(key, name)
+        metas, columns = m._meta_rows(rows['metas'], p['schema'])
+        m._fill(ids, docs, metas, frozen=True, columns=columns)
+        code = _code_stamps()
+        b = p['seg_bounds'].reshape(-1, 4) if p['seg_bounds'].size else np.zeros((0, 4), np.int64)
+        if h['code'].get('segments') == code['segments'] and b[:, 2].sum() == p['seg_codes'].size \
+           and b[:, 3].sum() == p['seg_rows'].size and p['seg_off'].size == b[:, 2].sum() + len(b):
+            ci = oi = ri = 0
+            for lo, hi, nc, nr in b.tolist():
+                off = p['seg_off'][oi:oi + nc + 1]
+                rs = p['seg_rows'][ri:ri + nr]
+                if not (0 <= lo < hi <= h['indexed'] <= len(ids)) or off[0] != 0 or off[-1] != nr or (nr and (rs.min() < lo or rs.max() >= hi)):
+                    raise SnapshotUnusable("keyword index does not fit the rows", True)
+                m.segments.append((lo, hi, p['seg_codes'][ci:ci + nc], off, rs))
+                ci, oi, ri = ci + nc, oi + nc + 1, ri + nr
+            m.indexed = h['indexed']
+        m._index()                                         # (all of it when the segments were made by other code)
+        if 'lex_words' in p and h['code'].get('lexical') == code['lexical']:
+            w = _jload(p['lex_words'])
+            arrays = {k[4:]: v for k, v in p.items() if k.startswith('lex_') and k != 'lex_words'}
+            m.lex_saved = _SavedLex(LexicalIndex().load_terms(ids=w['ids'], vocab=w['vocab'], **arrays), set())
+        m.on_disk, m.lex_on_disk = True, bool(h.get('lexical')) and m.lex_saved is not None
+        return m
+    except SnapshotUnusable: raise
+    except (KeyError, TypeError, ValueError, IndexError, LexicalError) as e:
+        raise SnapshotUnusable(f"cannot decode it: {type(e).__name__}: {e}", True) from None
+
+_Mirror.restore = _restore
