@@ -12,10 +12,12 @@ read in parallel) with the reader's own prompt (`reader.read_question`). Every a
 and the answers alone - keyed by the request hash, without the requests, which hold LoCoMo's text - are exported to
 --out. `jarvis-memory memtax` (and `make demo`) then print the reader's table offline from that file.
 
-The answers depend on what each arm shows: rerun this after any change to recall or to the block's form.
+The answers depend on what each arm shows: rerun this after any change to recall or to the block's form. Stopped early
+(Ctrl-C or SIGTERM), it exports the questions both arms finished, which is a prefix of the stratified sample, and says
+how many in the header (`questions`); `memtax --reader auto` reads that many offline.
 """
 from __future__ import annotations
-import argparse, datetime, contextlib, sys, threading, time
+import argparse, datetime, contextlib, signal, sys, threading, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,17 +48,26 @@ def main(argv=None):
     print(f'reading {len(qids)} questions over {len({qset[k].conversation_id for k in qids})} conversations, arms {arms}', flush=True)
     path = find_gguf(a.model)
     started = datetime.datetime.now(datetime.timezone.utc)
+    stop = threading.Event()                  # Ctrl-C or SIGTERM: keep what both arms read (a prefix of the sample)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.ExitStack() as stack:
         bases = [stack.enter_context(llama_server(path, n_ctx=4096, n_threads=a.threads)) for _ in arms]
         def read(arm, base):
             llm = RecordingLLM(settings, base_url=base + '/v1', model=path.stem, cache=LLMCache(a.sqlite), timeout=900, retries=0)
-            res.readings[arm] = [read_question(llm, qset[k], res.shown[arm][k], bench.category_name(qset[k].category), arm)
-                                 for k in qids]
+            res.readings[arm] = []
+            for k in qids:
+                if stop.is_set(): break
+                res.readings[arm].append(read_question(llm, qset[k], res.shown[arm][k], bench.category_name(qset[k].category), arm))
         t0 = time.time()
-        threads = [threading.Thread(target=read, args=(arm, b)) for arm, b in zip(arms, bases)]
+        threads = [threading.Thread(target=read, args=(arm, b), daemon=True) for arm, b in zip(arms, bases)]
         for t in threads: t.start()
+        try:
+            while any(t.is_alive() for t in threads) and not stop.is_set(): time.sleep(1)
+        except KeyboardInterrupt: stop.set()
         for t in threads: t.join()
         secs = time.time() - t0
+    n = min(len(res.readings[arm]) for arm in arms)        # a shorter stratified sample is a prefix of the longer one
+    for arm in arms: res.readings[arm] = res.readings[arm][:n]
     print('\n' + reader_text(res), flush=True)
     header = {'format_note': 'answers only, keyed by request hash; no request text', 'model': path.name, 'model_key': a.model,
               'server': f'python -m llama_cpp.server --model {path.name} --n_ctx 4096 --n_threads {a.threads} (llama-cpp-python 0.3.36), '
@@ -64,6 +75,7 @@ def main(argv=None):
               'command': f'.venv/bin/python bench/memtax_reader.py --model {a.model} --limit {a.limit} --arms {a.arms}',
               'date': started.strftime('%Y-%m-%d'), 'benchmark': 'LoCoMo-10 (locomo10.json)', 'questions': len(qids), 'arms': arms,
               'budget': res.budget, 'seconds': round(secs)}
+    header['questions'] = n
     n = export_answers(a.sqlite, a.out, header)
     print(f'exported {n} answers to {a.out}; {secs:.0f} s reading', flush=True)
 
