@@ -167,7 +167,8 @@ def rag_arm(conversation: Conversation, questions: list[Question], embedder, set
     for q in questions: groups.setdefault(asked_at(conversation, q, settings.stm_turns), []).append(q)
     out = {}
     for cut, qs in groups.items():
-        chunks = rag_chunks(before(conversation, cut), RAG_CHUNK_CHARS) if before(conversation, cut).sessions else []
+        seen = before(conversation, cut)
+        chunks = rag_chunks(seen, RAG_CHUNK_CHARS) if seen.sessions else []
         if not chunks: out.update((q.id, []) for q in qs); continue
         E = np.asarray(embedder.embed([c.text for c in chunks]), dtype=np.float32)
         Q = np.asarray(embedder.embed([q.question for q in qs], query=True), dtype=np.float32)

@@ -308,10 +308,10 @@ def extraction_cache_path() -> Path | None:
     p = root / EXTRACTION_CACHE if root is not None else None
     return p if p is not None and p.is_file() else None
 
-def answer_files() -> list[Path]:
-    "The committed answer caches of a source checkout (`data/cache/*.jsonl`), sorted; none outside a checkout."
+def answer_files(pattern: str = ANSWER_FILES) -> list[Path]:
+    "The committed answer caches of a source checkout matching `pattern` (default: all of `data/cache/*.jsonl`), sorted; none outside a checkout."
     root = project_root()
-    return sorted(root.glob(ANSWER_FILES)) if root is not None else []
+    return sorted(root.glob(pattern)) if root is not None else []
 
 def default_llm(settings: Settings | None = None, answers: str | Path | None = None) -> LLM:
     "The evaluation's LLM: committed answers first (`answers`, else every file of `answer_files`), then the local cache, then the configured endpoint (if any)."
@@ -402,16 +402,16 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     store, conv, now = mem.service.store, mem.conversation, mem.now
     lines = {t.id: t.text for t in conv.turns}
     emb = store.embedder
+    cuts = [asked_at(conv, q, settings.stm_turns) for q in questions]      # mid-conversation: memory as it stood before the window
     queries = [recall_query(q.question, None, query_chars=settings.query_chars, min_chars=settings.deixis_min_chars)
-               if (cut := asked_at(conv, q, settings.stm_turns)) is None else history_query(history_at(conv, cut), settings)
-               for q in questions]                   # mid-conversation: the query observe builds from the session so far
+               if cut is None else history_query(history_at(conv, cut), settings)
+               for q, cut in zip(questions, cuts)]   # mid-conversation: the query observe builds from the session so far
     said = [q for q in queries if q.strip()]         # a question that says nothing ("네") has no query and no vector
     vecs = iter(emb.embed(said, query=True) if emb is not None and said else [])    # one batch (and cache) for all
     qvecs = [next(vecs) if emb is not None and q.strip() else None for q in queries]
     out = {a: {} for a in arms}
     starts, step = session_times(conv), line_seconds(conv)
-    for q, query, qv in zip(questions, queries, qvecs):
-        cut = asked_at(conv, q, settings.stm_turns)         # mid-conversation: memory as it stood before the window
+    for q, cut, query, qv in zip(questions, cuts, queries, qvecs):
         until = None if cut is None else starts[cut.session] + step * cut.window - 1e-3
         q_now = now if cut is None else starts[cut.session] + step * cut.line
         initiative = leaves_initiative([{'role': 'user', 'content': q.question}])   # observe's rule, on the user's own line

@@ -13,8 +13,8 @@ from typing import Iterable
 
 from .settings import Settings
 from .llm import LLM, LLMBadOutput
-from .benchmarks import Benchmark, Question, project_root
-from .memory_arms import AnswerFile
+from .benchmarks import Benchmark, Question
+from .memory_arms import AnswerFile, answer_files
 from .metrics import Shown, answer_score, benefit_tax_table, category_groups, format_table
 from .memtax import MemtaxResult, MemtaxError, Progress, pivot, _f, _slug
 
@@ -93,9 +93,17 @@ def read_question(llm, question: Question, shown: list[Shown], kind: str | None 
     return r
 
 # %% ../nbs/36_reader.ipynb #d132916a
-def _spread(q: Question) -> str:
-    "A fixed pseudo-random order inside a stratum (hash of the id): not the first sessions only, and the same sample on every run."
-    return hashlib.sha256(q.id.encode('utf-8')).hexdigest()
+def _spread(qid: str) -> str:
+    "A fixed pseudo-random order inside a stratum (hash of the question id): not the first sessions only, and the same sample on every run."
+    return hashlib.sha256(qid.encode('utf-8')).hexdigest()
+
+def _round_robin(queues) -> list:
+    "One from each queue in turn until all are empty."
+    queues, out = [list(q) for q in queues], []
+    while any(queues):
+        for qu in queues:
+            if qu: out.append(qu.pop(0))
+    return out
 
 def pick_questions(bench: Benchmark, qids: Iterable[str], limit: int | None = None) -> list[str]:
     "`qids` in benchmark order, or a stratified sample of `limit`: round-robin over the conversations, in each over the categories."
@@ -105,27 +113,15 @@ def pick_questions(bench: Benchmark, qids: Iterable[str], limit: int | None = No
     order = [q for q in bench.questions if q.id in keep]
     if limit is None or limit >= len(order): return [q.id for q in order]
     strata = {}                                       # conversation -> category -> questions in `_spread` order
-    for q in order: strata.setdefault(q.conversation_id, {}).setdefault(q.category, []).append(q)
-    convs = []
-    for cats in strata.values():                      # each conversation's own round-robin over its categories
-        queues = [sorted(v, key=_spread) for _, v in sorted(cats.items())]
-        seq = []
-        while any(queues):
-            for qu in queues:
-                if qu: seq.append(qu.pop(0).id)
-        convs.append(seq)
-    out = []
-    while len(out) < limit:
-        for seq in convs:
-            if seq and len(out) < limit: out.append(seq.pop(0))
-    return out
+    for q in order: strata.setdefault(q.conversation_id, {}).setdefault(q.category, []).append(q.id)
+    convs = [_round_robin(sorted(v, key=_spread) for _, v in sorted(cats.items())) for cats in strata.values()]
+    return _round_robin(convs)[:limit]                # each conversation's own round-robin over its categories, interleaved
 
 READER_ANSWERS = 'data/cache/*_reader.jsonl'     # committed reader answers (answers only), per benchmark
 
 def reader_answers() -> list[Path]:
     "The committed reader answer files of a source checkout; `memtax --reader auto` reads offline when there are any."
-    root = project_root()
-    return sorted(root.glob(READER_ANSWERS)) if root is not None else []
+    return answer_files(READER_ANSWERS)
 
 def committed_sample() -> int | None:
     "How many questions the committed reader answers cover (the smallest `questions` of their headers), or None."
