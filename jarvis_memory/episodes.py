@@ -15,8 +15,8 @@ from .settings import Settings, SettingsError
 from .window import Turn
 
 # %% auto #0
-__all__ = ['clean_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids', 'answer_pieces', 'turn_item', 'turn_items',
-           'turn_text', 'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
+__all__ = ['clean_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids', 'answer_pieces', 'tail', 'turn_item',
+           'turn_items', 'turn_text', 'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
 
 # %% ../nbs/11_episodes.ipynb #bdb0b5cb
 _re_surrogate = re.compile('[\ud800-\udfff]')
@@ -56,6 +56,7 @@ class TurnRecord:
     at: float | None = None
     speaker: str | None = None           # who said the utterance, when the caller knows names (a replayed dialogue)
     answer_speaker: str | None = None    # who answered; the recall block shows names instead of the roles (`19_recall`)
+    replies_to: str | None = None        # the line the utterance answers (the previous answer): the turn's context (issue 13)
 
     def __post_init__(self):
         _check_session(self.scope)
@@ -63,6 +64,7 @@ class TurnRecord:
         set_ = lambda k, v: object.__setattr__(self, k, v)
         set_('utterance', clean_text(self.utterance, f"turn {self.number} utterance"))
         set_('answer', clean_text('' if self.answer is None else self.answer, f"turn {self.number} answer"))
+        set_('replies_to', clean_text(self.replies_to, f"turn {self.number} replies_to") or None if self.replies_to is not None else None)
         if not self.utterance and not self.answer: raise ItemError(f"turn {self.number} has neither an utterance nor an answer")
         if self.number == 0 and self.utterance: raise ItemError("turn 0 holds what the assistant said before the first user message; it has no utterance")
         if isinstance(self.tools, str) or not isinstance(self.tools, (list, tuple)):
@@ -82,14 +84,14 @@ class TurnRecord:
 
     @classmethod
     def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False,
-                  unanswered: bool = False) -> TurnRecord:
+                  unanswered: bool = False, replies_to: str | None = None) -> TurnRecord:
         "The record of a `jarvis_memory.window.Turn` with its whole reply; `model_error` marks a turn whose model call failed (S-4.2), `unanswered` a last line that will get no answer."
         if not isinstance(turn, Turn): raise ItemError(f"turn must be a jarvis_memory.window.Turn, got {type(turn).__name__}")
         if not turn.complete and not model_error and not unanswered:
             raise ItemError(f"turn {turn.number} has no answer yet; record it when the answer is produced, pass model_error=True "
                             f"if the model failed, or unanswered=True if the session ended without an answer")
         return cls(scope, turn.number, turn.utterance, turn.reply, tuple(turn.tool_calls),
-                   failed=turn.tool_errors or bool(model_error), at=at)
+                   failed=turn.tool_errors or bool(model_error), at=at, replies_to=replies_to)
 
 # %% ../nbs/11_episodes.ipynb #9e62ecb3
 def turn_id(scope: MemoryScope, number: int) -> str:
@@ -194,6 +196,13 @@ def _meta(rec: TurnRecord, lang: str) -> dict:
     m.update({k: getattr(rec, k) for k in ('speaker', 'answer_speaker') if getattr(rec, k)})
     return dict(m, turn=rec.number, consolidated=False, lang=lang)
 
+def tail(text: str, n: int) -> str:
+    "The last `n` characters of `text`, from a word start when cut: what a long answer ends with is what the next utterance answers."
+    if len(text) <= n: return text
+    t = text[-n:]
+    cut = re.search(r'\s', t)
+    return t[cut.end():] if cut and cut.end() < len(t) else t
+
 def _check(rec, settings):
     if not isinstance(rec, TurnRecord): raise ItemError(f"rec must be a TurnRecord, got {type(rec).__name__}")
     if not isinstance(settings, Settings): raise SettingsError(f"settings must be a Settings, got {type(settings).__name__}")
@@ -205,8 +214,9 @@ def _items(rec: TurnRecord, settings: Settings) -> list[MemoryItem]:
     spans = _piece_spans(rec.answer, rec.utterance, settings, lang)
     kw = dict(importance=settings.default_importance, created_at=rec.at)
     meta = _meta(rec, lang)
+    ctx = {'replies_to': tail(rec.replies_to, settings.query_chars)} if rec.replies_to and rec.utterance else {}
     turn = MemoryItem.new(rec.scope, 'turn', f"U: {u}\nA: {a}", id=turn_id(rec.scope, rec.number),
-                          metadata=dict(meta, utterance_chars=len(u), answer_chars=len(rec.answer), pieces=len(spans)), **kw)
+                          metadata=dict(meta, **ctx, utterance_chars=len(u), answer_chars=len(rec.answer), pieces=len(spans)), **kw)
     return [turn] + [MemoryItem.new(rec.scope, 'turn_part', h + rec.answer[s:e], id=piece_id(rec.scope, rec.number, k),
                                     metadata=dict(meta, piece=k, no_consolidate=True), **kw)
                      for k, (h, s, e) in enumerate(spans, start=1)]

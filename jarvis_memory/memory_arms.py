@@ -27,9 +27,9 @@ from .arms import ARMS, MEMORY_ARMS, MemtaxError, arm, asked_at
 # %% auto #0
 __all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWERS_FORMAT', 'EXTRACTION_CACHE', 'ANSWER_FILES',
            'POOL', 'NO_CAP', 'raw_arm', 'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds',
-           'session_times', 'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'ingest',
-           'AnswerFile', 'LayeredCache', 'export_answers', 'extraction_cache_path', 'answer_files', 'default_llm',
-           'arm_settings', 'shown_item', 'Recall', 'history_at', 'recall_questions', 'ExtractionMissing',
+           'session_times', 'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'user_sides',
+           'ingest', 'AnswerFile', 'LayeredCache', 'export_answers', 'extraction_cache_path', 'answer_files',
+           'default_llm', 'arm_settings', 'shown_item', 'Recall', 'history_at', 'recall_questions', 'ExtractionMissing',
            'extraction_message']
 
 # %% ../nbs/34_memory_arms.ipynb #9840ccc9
@@ -75,6 +75,8 @@ class SideTurn:
     utterance: list            # Turns spoken by the side's speaker
     answer: list               # Turns of the other speaker that follow
     at: float
+    replies_to: str | None = None   # the other speaker's line just before the utterance: the line it answers
+    asker: str | None = None        # who said that line
 
     @property
     def utterance_text(self) -> str: return _lines(self.utterance)
@@ -93,7 +95,8 @@ def side_records(session: Session, speaker: str, start: float, step: float = DEF
         while j < len(turns) and turns[j].speaker == speaker: j += 1
         k = j
         while k < len(turns) and turns[k].speaker != speaker: k += 1
-        out.append(SideTurn(len(out) + 1, speaker, list(turns[i:j]), list(turns[j:k]), start + step * i))
+        out.append(SideTurn(len(out) + 1, speaker, list(turns[i:j]), list(turns[j:k]), start + step * i,
+                            *((turns[i - 1].full_text, turns[i - 1].speaker) if i > 0 and j > i else (None, None))))
         i = k
     return out
 
@@ -104,6 +107,7 @@ class Side:
     speaker: str
     scope: MemoryScope
     raw_scope: MemoryScope
+    turns: bool = True       # the side's turns are stored and consolidated (False: an agent's side, see `user_sides`)
 
 @dataclass
 class Extraction:
@@ -147,10 +151,10 @@ def _raw_item(scope: MemoryScope, n: int, turn: Turn, at: float, settings: Setti
 
 def _side_items(scope: MemoryScope, r: SideTurn, settings: Settings) -> list[MemoryItem]:
     "The turn episode and pieces of one side turn, with `dia_ids` (and `utterance_ids` on the turn)."
-    items = turn_items(TurnRecord(scope, r.number, r.utterance_text, r.answer_text, at=r.at), settings)
+    items = turn_items(TurnRecord(scope, r.number, r.utterance_text, r.answer_text, at=r.at, replies_to=r.replies_to), settings)
     for k, it in enumerate(items):
         it.metadata['speaker'] = r.speaker
-        if r.answer_speaker: it.metadata['answer_speaker'] = r.answer_speaker
+        if r.answer_speaker or r.asker: it.metadata['answer_speaker'] = r.answer_speaker or r.asker   # the other speaker
         if k == 0:
             it.metadata['dia_ids'] = r.dia_ids
             if r.utterance: it.metadata['utterance_ids'] = [t.id for t in r.utterance]
@@ -158,6 +162,13 @@ def _side_items(scope: MemoryScope, r: SideTurn, settings: Settings) -> list[Mem
             ids = [t.id for t in r.answer if norm_ws(t.full_text) in norm_ws(it.content)]
             it.metadata['dia_ids'] = ids or [t.id for t in r.answer]
     return items
+
+def user_sides(conversation: Conversation) -> list[str]:
+    "The speakers whose side holds turns: the conversation's user (`meta['user']`, a person talking to an agent) alone, else every speaker (LoCoMo: two people)."
+    u = conversation.meta.get('user')
+    if u is None: return list(dict.fromkeys([*conversation.speakers, *(t.speaker for t in conversation.turns)]))
+    if u not in {t.speaker for t in conversation.turns}: raise MemtaxError(f"{conversation.id}: meta['user'] is {u!r}, who says nothing in it")
+    return [u]
 
 def _consolidation():
     try: from jarvis_memory import consolidation   # patches MemoryService.end_session (16_consolidation)
@@ -182,8 +193,9 @@ def ingest(conversation: Conversation, embedder: Embedder | None, settings: Sett
     svc = MemoryService(ChromaStore(s, embedder=embedder), s, clock=lambda: clock[0])
     starts = session_times(conversation)
     speakers = list(dict.fromkeys([*conversation.speakers, *(t.speaker for t in conversation.turns)]))
-    sides = [Side(sp, MemoryScope(side_user(conversation.id, sp), AGENT), MemoryScope(side_user(conversation.id, sp, True), AGENT))
-             for sp in speakers]
+    users = user_sides(conversation)
+    sides = [Side(sp, MemoryScope(side_user(conversation.id, sp), AGENT), MemoryScope(side_user(conversation.id, sp, True), AGENT),
+                  turns=sp in users) for sp in speakers]
     last = max(st + step * len(se.turns) for st, se in zip(starts, conversation.sessions))
     mem = ConversationMemory(conversation, svc, sides, last + 86400.0, families, tmpdir=tmp,
                              stored={f: [] for f in families},
@@ -207,7 +219,7 @@ def ingest(conversation: Conversation, embedder: Embedder | None, settings: Sett
                 if not sess.turns: continue
                 if mem.extraction.missing: break         # the turns arms will skip this conversation: stop here
                 items = []
-                for side in sides:
+                for side in (x for x in sides if x.turns):
                     sc = side.scope.with_session(sess.id)
                     for r in side_records(sess, side.speaker, start, step):
                         its = _side_items(sc, r, s)
@@ -218,7 +230,7 @@ def ingest(conversation: Conversation, embedder: Embedder | None, settings: Sett
                 clock[0] = start + step * (len(sess.turns) + 1)
                 t1 = time.perf_counter()
                 for side in sides:
-                    if not any(t.speaker == side.speaker for t in sess.turns): continue
+                    if not side.turns or not any(t.speaker == side.speaker for t in sess.turns): continue
                     rep = svc.end_session(side.scope.with_session(sess.id), llm, now=clock[0], about=side.speaker)
                     for g in rep.groups:
                         mem.extraction.facts += len(g.written) + len(g.unchanged)
@@ -329,8 +341,10 @@ def arm_settings(settings: Settings, name: str, pool: int = POOL) -> Settings:
     return settings.replace(source_recall=name == 'turns+src', pool_size=max(settings.pool_size, pool))
 
 def _empty_line(item: MemoryItem) -> bool:
-    "A shown turn whose own line says nothing ('네', 'Yes.'): it takes a slot for its answer alone (issue 12 counts them)."
-    return item.source == 'turn' and is_contentless(turn_text(item)[0])
+    "A shown turn whose own line says nothing ('네', 'Yes.'): it takes a slot for its answer alone (issue 12 counts them). An opening (the agent spoke first, no user line) is not one."
+    if item.source != 'turn': return False
+    u = turn_text(item)[0]
+    return bool(u) and is_contentless(u)
 
 def shown_item(mem: ConversationMemory, line: BlockLine) -> Shown:
     "A line of the recall block as the reader got it, with the LoCoMo lines it holds or was derived from."
@@ -422,7 +436,7 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
         for a in arms:
             fam, s = MEMORY_ARMS[a], arm_settings(settings, a, pool)
             if fam not in reads:
-                scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides]
+                scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides if fam == 'raw' or side.turns]
                 reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns',
                                      now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)

@@ -14,8 +14,8 @@ import numpy as np
 from fastcore.basics import patch
 
 from .scope import MemoryItem
-from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK
-from .lexical import LexicalIndex, LexicalError, lexical_text
+from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK, _MP, row_context
+from .lexical import LexicalIndex, LexicalError, lexical_text, CONTEXT_KEYS
 
 # %% auto #0
 __all__ = ['SnapshotUnusable']
@@ -80,7 +80,7 @@ class _Group:
     __slots__ = ('by_time', 'by_imp')
     def __init__(self): self.by_time, self.by_imp = [], []
 
-_LEX_CONTEXT = frozenset({'speaker', 'answer_speaker', 'about', 'created_at'})   # metadata `lexical_text` reads
+_LEX_CONTEXT = frozenset({*(_MP + k for k in CONTEXT_KEYS), 'created_at'})   # row keys `lexical_text` reads (`row_context`)
 
 class _Mirror:
     "Every row of one user's collection, kept in this process and in step with every write (embedded mode)."
@@ -214,7 +214,7 @@ class _Mirror:
         for i, d, md in rows:
             self._row(i, d, md, True)
             self.pending.pop(i, None)                       # the row was replaced: its old last_accessed is gone
-            if self.lex is not None: self.lex.add(i, lexical_text(d, md))
+            if self.lex is not None: self.lex.add(i, lexical_text(d, row_context(md)))
             elif self.lex_saved is not None: self.lex_saved.stale.add(i)
         self.version += 1
         self._index()
@@ -230,7 +230,7 @@ class _Mirror:
                 self._ungroup(rn); self.metas[rn] = new; self._group(rn)
             else: self.metas[rn] = new
             if not _LEX_CONTEXT.isdisjoint(p):
-                if self.lex is not None: self.lex.add(i, lexical_text(self.docs[rn], new))
+                if self.lex is not None: self.lex.add(i, lexical_text(self.docs[rn], row_context(new)))
                 elif self.lex_saved is not None: self.lex_saved.stale.add(i)
             if 'has_vector' in p:                           # reembed: a new vector
                 self.version += 1
@@ -378,7 +378,7 @@ def lexicon(self: _Mirror) -> LexicalIndex:
     "The BM25 index of the live rows (`lexical_text` of each), built on first use; writes keep it in step afterwards."
     if self.lex is None:
         lx = self.lex_saved.current(self.rn) if self.lex_saved is not None else LexicalIndex()
-        lx.add_many((i, lexical_text(self.docs[rn], self.metas[rn])) for rn, i in enumerate(self.ids)
+        lx.add_many((i, lexical_text(self.docs[rn], row_context(self.metas[rn]))) for rn, i in enumerate(self.ids)
                     if i is not None and i not in lx)        # (into an empty index in bulk; after a snapshot, rows written since)
         self.lex, self.lex_saved = lx, None
     return self.lex

@@ -18,16 +18,16 @@ from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
 from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_share, is_contentless, case_variants
+from .language import recall_terms, term_share, is_contentless, case_variants, content_count
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
-           'block_language', 'says', 'block_line', 'item_line', 'session_key', 'query_vector', 'gather', 'core_block',
-           'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'Recall', 'says_nothing', 'turn_of', 'fuse',
-           'arrange', 'Collected', 'collect', 'recall_limits', 'recall']
+           'block_language', 'asked', 'says', 'block_line', 'item_line', 'session_key', 'query_vector',
+           'initiative_scores', 'gather', 'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order',
+           'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -59,6 +59,14 @@ def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
     user, agent = ROLE_NAMES[lang]
     return item.metadata.get('speaker') or user, item.metadata.get('answer_speaker') or agent
 
+_SENTENCE_END = re.compile(r'(?<=[.!?…。！？])\s+')
+
+def asked(item: MemoryItem) -> str | None:
+    "The question a turn's utterance answers: the last sentence of the line before it (`replies_to`) when that is a question, else None."
+    ctx = item.metadata.get('replies_to')
+    if not isinstance(ctx, str) or not ctx.rstrip().endswith(('?', '？')): return None
+    return _SENTENCE_END.split(ctx.strip())[-1]
+
 def says(item: MemoryItem, lang: str) -> str:
     "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line."
     _check_lang(lang)
@@ -69,7 +77,8 @@ def says(item: MemoryItem, lang: str) -> str:
     sp, other = _names(item, lang)
     if item.source == 'turn' and ('utterance_chars' in m or c.startswith('U: ')):
         u, a = turn_text(item)
-        return '\n'.join(([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a else [])) or c
+        q = asked(item) if u else None
+        return '\n'.join(([f"{other}: {q}"] if q else []) + ([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a else [])) or c
     if item.source == 'turn_part' and c.startswith('U: '):
         return re.sub(r'\n(?:Answer|답) ?\((\d+)\):', lambda g: f"\n{other} ({g.group(1)}):", f"{sp}: {c[3:]}", count=1)
     return f"{m['speaker']}: {c}" if m.get('speaker') else c       # a line stored as it was said
@@ -129,6 +138,19 @@ def _as_of(store: MemoryStore, scope: MemoryScope, items: list, until: float | N
         return it if it.metadata.get(SUPERSEDED) is None else replace(it, metadata={k: v for k, v in it.metadata.items() if k != SUPERSEDED})
     return [(then(x[0]), *x[1:]) if isinstance(x, tuple) else then(x) for x in items if it_of(x).metadata.get(SUPERSEDED) not in gone]
 
+def initiative_scores(items: Iterable[MemoryItem]) -> dict:
+    "The initiative leg's order over the latest memories (issue 12): how much the user said in a turn (`language.content_count` of their line), divided by 1 + how many sessions came after it."
+    items = [it for it in items if it.source == 'turn']
+    last = {}
+    for it in items: last[it.session_id] = max(last.get(it.session_id, it.created_at), it.created_at)
+    later = {s: r for r, s in enumerate(sorted(last, key=lambda s: -last[s]))}
+    out = {}
+    for it in items:
+        u = turn_text(it)[0]
+        n = content_count(u) if u and not says_nothing(it) else 0
+        if n: out[it.id] = n / (1 + later[it.session_id])
+    return out
+
 def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
            pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = (), until: float | None = None,
            recent: bool = False) -> list[Candidate]:
@@ -145,6 +167,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     tmp = _in_ranges(store, scope, ranges, n, qv, until) if ranges else []
     late = store.list(scope, filter=flt, order_by='created_at', limit=n) if recent and legs else []   # the initiative leg
     kw, vec, lex, tmp, late = (_as_of(store, scope, x, until) for x in (kw, vec, lex, tmp, late))
+    said = initiative_scores(late)
     cos, bm = {it.id: c for it, c in vec}, {it.id: s for it, s in lex}
     hits = {it.id: it for it in kw}
     hits.update((it.id, it) for it, _ in (*vec, *lex))
@@ -160,7 +183,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     def cand(it):
         c = cos.get(it.id)
         return Candidate(it, None if c is None else max(-1.0, min(1.0, c)), term_share(terms, it.content),
-                         lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges))
+                         lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges), initiative=said.get(it.id, 0.0))
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]],
                         'lexical': [cand(it) for it, _ in lex], 'temporal': [cand(i) for i in tmp], 'recent': [cand(i) for i in late]})
@@ -328,12 +351,19 @@ class Recall:
 # %% ../nbs/19_recall.ipynb #a4dc784a
 _LABEL = re.compile(r'^(?:U|A|Answer|답)(?: ?\(\d+\))?:\s?', re.M)
 
+def _only_asks(text: str) -> bool:
+    "Every sentence of `text` that says something is a question ('다행이에요. 이번 주는 어떻게 지내세요?')."
+    said = [s for s in _SENTENCE_END.split(text.strip()) if not is_contentless(s)]
+    return bool(said) and all(s.rstrip().endswith(('?', '？')) for s in said)
+
 def says_nothing(item: MemoryItem) -> bool:
-    "A `turn` episode whose user line and answer both say nothing (`language.is_contentless`): stored, never shown."
+    "A `turn` episode whose user line says nothing (`language.is_contentless`) and whose answer says nothing or only asks: stored, never shown."
     if item.source != 'turn': return False
     if 'utterance_chars' in item.metadata:
         u, a = turn_text(item)
-        return is_contentless(u) and is_contentless(a[:_SAYS_CHARS])
+        if u and not is_contentless(u): return False
+        head = a[:_SAYS_CHARS]
+        return is_contentless(head) or (bool(u) and _only_asks(head))
     return is_contentless(_LABEL.sub('', item.content)[:_SAYS_CHARS])
 
 _SAYS_CHARS = 300            # an answer's head is enough to know whether it says anything
@@ -362,9 +392,9 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     cands = _merge((None, c) for c in _candidates(candidates))
     floor, k = settings.min_cosine, settings.rrf_k
     member = {'vector': lambda c: c.relevance is not None and c.relevance >= floor, 'lexical': lambda c: c.lexical > 0,
-              'temporal': lambda c: c.timely, 'recent': lambda c: 'recent' in c.pools}
+              'temporal': lambda c: c.timely, 'recent': lambda c: 'recent' in c.pools and c.initiative > 0}
     key = {'vector': lambda c: c.relevance, 'lexical': lambda c: c.lexical,
-           'temporal': lambda c: -1.0 if c.relevance is None else c.relevance, 'recent': lambda c: c.item.created_at}
+           'temporal': lambda c: -1.0 if c.relevance is None else c.relevance, 'recent': lambda c: c.initiative}
     orders = {leg: sorted((c for c in cands if member[leg](c)), key=lambda c, f=key[leg]: (-f(c), c.id)) for leg in LEGS}
     active = [leg for leg in LEGS if orders[leg]]
     if not active: return cands
@@ -376,7 +406,7 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     for c in cands:
         legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])
         f = min(1.0, sum(1.0 / (k + r) for _, r in legs) / top)
-        out.append(_candidate(c.item, c.relevance, c.cue, c.pools, c.lexical, c.timely, f, legs))
+        out.append(_candidate(c.item, c.relevance, c.cue, c.pools, c.lexical, c.timely, f, legs, c.initiative))
     return out
 
 # %% ../nbs/19_recall.ipynb #0c8e63fd

@@ -40,6 +40,7 @@ class Candidate:
     timely: bool = False                  # said within a time range the query names
     fused: float | None = None            # the fused relevance 0..1 (`recall.fuse`); None: not fused, rank by cosine/cue
     legs: tuple = ()                      # ((leg, rank), ...) after fusion, for diagnostics
+    initiative: float = 0.0               # the initiative leg's score: what a recent memory gives the agent to bring up (issue 12)
 
     def __post_init__(self):
         if not isinstance(self.item, MemoryItem):
@@ -61,16 +62,18 @@ class Candidate:
         if self.fused is not None and (not _real(self.fused) or not 0.0 <= self.fused <= 1.0):
             raise ScoringError(f"fused of {self.item.id!r} must be in 0..1 or None, got {self.fused!r}")
         object.__setattr__(self, 'legs', tuple(self.legs))
+        if not _real(self.initiative) or self.initiative < 0:
+            raise ScoringError(f"initiative of {self.item.id!r} must be a number >= 0, got {self.initiative!r}")
 
     @property
     def id(self) -> str: return self.item.id
 
 # %% ../nbs/13_scoring.ipynb #028b33e9
-def _candidate(item, relevance, cue, pools, lexical=0.0, timely=False, fused=None, legs=()) -> Candidate:
+def _candidate(item, relevance, cue, pools, lexical=0.0, timely=False, fused=None, legs=(), initiative=0.0) -> Candidate:
     "A Candidate from parts already validated (merging, fusion), without checking them again."
     c = object.__new__(Candidate)
     for k, v in (('item', item), ('relevance', relevance), ('cue', cue), ('pools', pools), ('lexical', lexical),
-                 ('timely', timely), ('fused', fused), ('legs', legs)): object.__setattr__(c, k, v)
+                 ('timely', timely), ('fused', fused), ('legs', legs), ('initiative', initiative)): object.__setattr__(c, k, v)
     return c
 
 def _merge(labelled: Iterable[tuple[str | None, Candidate]]) -> list[Candidate]:
@@ -85,15 +88,16 @@ def _merge(labelled: Iterable[tuple[str | None, Candidate]]) -> list[Candidate]:
             if c.relevance is not None and (s[1] is None or c.relevance > s[1]): s[1] = c.relevance
             if c.cue > s[2]: s[2] = c.cue
             if not pools <= s[3]: s[3] = s[3] | pools
-            if c.lexical != s[0].lexical or c.timely != s[0].timely or c.fused != s[0].fused: s[4] = True; s.append(c)
+            if c.lexical != s[0].lexical or c.timely != s[0].timely or c.fused != s[0].fused or c.initiative != s[0].initiative:
+                s[4] = True; s.append(c)
     out = []
     for c, rel, cue, pools, mixed, *more in seen.values():
         if mixed:                                         # the same item seen with other leg scores: keep the best of each
             best = max([c, *more], key=lambda x: -1.0 if x.fused is None else x.fused)
             out.append(_candidate(c.item, rel, cue, pools, max(x.lexical for x in (c, *more)), any(x.timely for x in (c, *more)),
-                                  best.fused, best.legs))
+                                  best.fused, best.legs, max(x.initiative for x in (c, *more))))
         elif rel is c.relevance and cue is c.cue and pools is c.pools: out.append(c)
-        else: out.append(_candidate(c.item, rel, cue, pools, c.lexical, c.timely, c.fused, c.legs))
+        else: out.append(_candidate(c.item, rel, cue, pools, c.lexical, c.timely, c.fused, c.legs, c.initiative))
     return out
 
 def merge_pools(pools: Mapping[str, Iterable[Candidate]]) -> list[Candidate]:

@@ -13,7 +13,7 @@ from typing import Iterable
 from .scope import ItemError, MemoryInputError, ScopeError, MemoryScope, MemoryItem, check_id
 from .settings import Settings
 from .store import Filter
-from .window import check_history, split_turns, window, window_turn_numbers
+from .window import check_history, split_turns, window, window_turn_numbers, answered_line
 from .episodes import window_episode_ids
 from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted, is_contentless
 from .core import MemoryCore, session_scope, previous_exchange
@@ -28,9 +28,8 @@ from .render import neutralise_headers
 
 # %% auto #0
 __all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'SESSION_KEEPS', 'USER_MODEL_DIR', 'Observation', 'MemoryService',
-           'answered_line', 'stored_window_ids', 'leaves_initiative', 'history_query', 'observe', 'reinforce',
-           'forget_session', 'user_model_dir', 'user_model_files', 'Forgotten', 'forget', 'forget_user',
-           'recall_episodes']
+           'stored_window_ids', 'leaves_initiative', 'history_query', 'observe', 'reinforce', 'forget_session',
+           'user_model_dir', 'user_model_files', 'Forgotten', 'forget', 'forget_user', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -90,14 +89,6 @@ class MemoryService(Consolidation, Patterns):
         return core_block(self.store, [scope], self.settings)
 
 # %% ../nbs/20_service.ipynb #2c53f458
-def answered_line(history) -> str | None:
-    "The assistant line the last user message answers (a greeting or a question that opened the session counts too)."
-    msgs = check_history(history)
-    last = max((i for i, m in enumerate(msgs) if m['role'] == 'user'), default=None)
-    if last is None: return None
-    return next((m['content'] for m in reversed(msgs[:last]) if m['role'] == 'assistant' and isinstance(m.get('content'), str)
-                 and m['content'].strip()), None)
-
 def stored_window_ids(scope: MemoryScope, history, settings: Settings) -> list[str]:
     "Ids of the stored episodes of the turns inside the window (S-3.3); the turn in progress is not stored yet."
     turns = split_turns(history)

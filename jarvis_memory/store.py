@@ -18,8 +18,8 @@ from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, 
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['STORE_BACKENDS', 'StoreError', 'StoreUnavailable', 'StoreLockedError', 'MemoryStore', 'row_superseded', 'Filter',
-           'ReadClause', 'open_store']
+__all__ = ['STORE_BACKENDS', 'StoreError', 'StoreUnavailable', 'StoreLockedError', 'MemoryStore', 'row_context', 'row_superseded',
+           'Filter', 'ReadClause', 'open_store']
 
 # %% ../nbs/03_store.ipynb #2cc151c0
 _log = logging.getLogger(__name__)
@@ -102,6 +102,10 @@ def _check_i64(meta: dict, what: str):
 def _item_meta(meta: dict) -> dict:
     "The item metadata a stored row carries (its `m.` keys, prefix removed)."
     return {k[2:]: v for k, v in meta.items() if k[:2] == _MP}
+
+def row_context(meta: dict) -> dict:
+    "What `lexical.lexical_text` and `lexical.embedding_text` read of a stored row: its item metadata (prefix removed) and `created_at`."
+    return {**_item_meta(meta), 'created_at': meta.get('created_at')}
 
 def row_superseded(meta: dict) -> bool:
     "Is the item stored in a row with this metadata superseded? `scope.is_superseded` on its item metadata (S-2.5)."

@@ -15,8 +15,9 @@ from .scope import MemoryInputError, ScopeError, MemoryScope, check_id
 from .settings import SettingsError
 
 # %% auto #0
-__all__ = ['ROLES', 'SYSTEM_ROLES', 'HistoryError', 'check_history', 'is_tool_error', 'Turn', 'split_turns', 'opening', 'window',
-           'window_turn_numbers', 'extra_candidates', 'WorkingMemoryError', 'WorkingMemory', 'WorkingMemories']
+__all__ = ['ROLES', 'SYSTEM_ROLES', 'HistoryError', 'check_history', 'is_tool_error', 'Turn', 'split_turns', 'opening',
+           'answered_line', 'window', 'window_turn_numbers', 'extra_candidates', 'WorkingMemoryError', 'WorkingMemory',
+           'WorkingMemories']
 
 # %% ../nbs/10_window.ipynb #fca1c02a
 class HistoryError(MemoryInputError):
@@ -174,6 +175,14 @@ def _opening(msgs: list[dict]) -> str:
 def opening(history) -> str:
     "What the assistant said before the first user message of a valid `history` (a greeting, a reminder), one paragraph per message; '' when nothing."
     return _opening(check_history(history))
+
+def answered_line(history) -> str | None:
+    "The assistant line the last user message answers (a greeting or a question that opened the session counts too); None when nothing came before it."
+    msgs = check_history(history)
+    last = max((i for i, m in enumerate(msgs) if m['role'] == 'user'), default=None)
+    if last is None: return None
+    return next((m['content'] for m in reversed(msgs[:last]) if m['role'] == 'assistant' and isinstance(m.get('content'), str)
+                 and m['content'].strip()), None)
 
 # %% ../nbs/10_window.ipynb #e393658a
 def _check_stm(stm_turns) -> int:
