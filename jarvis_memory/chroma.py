@@ -25,11 +25,11 @@ from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, 
                                  MemoryItem, Team)
 from .settings import Settings
 from .embeddings import Embedder, EmbeddingError
-from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP, row_context,
+from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP,
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks)
 from .mirror import _Mirror, _FLUSH_N, SnapshotUnusable
-from .lexical import LexicalIndex, lexical_text, embedding_text
+from .lexical import LexicalIndex, lexical_text
 from .language import recall_terms, case_variants
 
 _log = logging.getLogger(__name__)
@@ -480,7 +480,7 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
             has = [v is not None for v in vecs]
             if todo and embed_ok:
                 try:
-                    got = self.embedder.embed([embedding_text(its[i].content, its[i].metadata) for i in todo], query=False)
+                    got = self.embedder.embed([its[i].content for i in todo], query=False)
                     for i, v in zip(todo, got): vecs[i], has[i] = v, True
                 except EmbeddingError as e:
                     _log.warning("embedding %d items of user %r failed (%s); stored without vectors, run reembed later", len(todo), user, e)
@@ -987,7 +987,7 @@ def _migrate(self: ChromaStore, c: _Col, batch: int) -> int:
     try:
         for ch in _chunks(ids, batch):
             r = c.col.get(ids=ch, include=['documents', 'metadatas'])
-            vecs = self.embedder.embed([embedding_text(d, row_context(m)) for d, m in zip(r['documents'], r['metadatas'])], query=False)
+            vecs = self.embedder.embed(r['documents'], query=False)
             new.upsert(ids=r['ids'], documents=r['documents'], embeddings=vecs,
                        metadatas=[{**m, 'has_vector': True} for m in r['metadatas']])
             n += len(r['ids'])
@@ -1019,7 +1019,7 @@ def reembed(self: ChromaStore, scope: MemoryScope, *, batch: int = 256) -> int:
             r = c.col.get(ids=ch, where=where, include=['documents', 'metadatas'])
             ok = [j for j, m in enumerate(r['metadatas']) if _row_readable(scope, policy, m)]
             if not ok: continue
-            vecs = self.embedder.embed([embedding_text(r['documents'][j], row_context(r['metadatas'][j])) for j in ok], query=False)
+            vecs = self.embedder.embed([r['documents'][j] for j in ok], query=False)
             self._update(c, {r['ids'][j]: {'has_vector': True} for j in ok}, {r['ids'][j]: v for j, v in zip(ok, vecs)})
             n += len(ok)
         return n

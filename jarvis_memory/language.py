@@ -16,8 +16,8 @@ __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUA
            'EN_FUNCTION', 'EN_COURTESY', 'EN_ACK', 'EN_REQUEST', 'TextError', 'clean_text', 'strip_punct',
            'strip_particles_list', 'kiwi_available', 'get_kiwi', 'KiwiStripper', 'query_terms', 'contains_term',
            'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'pattern_hint_wanted', 'conversation_language',
-           'text_language', 'language_instruction', 'content_terms', 'content_count', 'is_contentless', 'recall_query',
-           'recall_terms', 'case_variants']
+           'text_language', 'language_instruction', 'content_terms', 'content_count', 'is_contentless',
+           'asks_or_requests', 'recall_query', 'recall_terms', 'case_variants']
 
 # %% ../nbs/12_particles.ipynb #ea233269
 class TextError(MemoryInputError):
@@ -530,6 +530,19 @@ def content_count(text: str, lang: str | None = None) -> int:
 def is_contentless(text: str, lang: str | None = None) -> bool:
     "True when `text` says nothing: no content term left once acknowledgements, greetings and interjections are gone."
     return content_count(text, lang) == 0
+
+def asks_or_requests(text: str) -> bool:
+    "Does the line take the lead? It asks (a question mark) or requests (a Korean request frame, 알려줘 / 정리해 주세요, by Kiwi; an English request verb opening a clause or after 'you'/'please')."
+    text = clean_text(_check_str(text, 'text'))
+    if '?' in text or '？' in text: return True
+    if _HANGUL_RE.search(text) and kiwi_available() and _request_verbs(get_kiwi().tokenize(text)): return True
+    for clause in _EN_CLAUSE.split(text):
+        prev = None
+        for m in _EN_WORD.finditer(clause):
+            w = _en_base(m.group())
+            if w in EN_REQUEST and (prev is None or prev in _EN_REQUEST_BEFORE): return True
+            prev = w
+    return False
 
 
 # %% ../nbs/12_particles.ipynb #e9b6b878

@@ -17,7 +17,7 @@ from .language import clean_text, content_terms, strip_particles_list
 from .timeexpr import say_date
 
 # %% auto #0
-__all__ = ['CONTEXT_KEYS', 'LexicalError', 'lexical_terms', 'lexical_text', 'embedding_text', 'LexicalIndex', 'LexicalIndexes']
+__all__ = ['CONTEXT_KEYS', 'LexicalError', 'lexical_terms', 'lexical_text', 'LexicalIndex', 'LexicalIndexes']
 
 # %% ../nbs/12c_lexical.ipynb #f5a089bd
 class LexicalError(MemoryInputError):
@@ -78,7 +78,7 @@ def _day_words(t) -> str:
     except (OverflowError, OSError, ValueError): return ''
     return f"{say_date(t, 'en')} {say_date(t, 'ko')} {d.isoformat()}"
 
-CONTEXT_KEYS = ('speaker', 'answer_speaker', 'about', 'replies_to')    # item metadata the legs read beside the text
+CONTEXT_KEYS = ('speaker', 'answer_speaker', 'about', 'replies_to')    # item metadata the lexical leg reads beside the text
 
 def lexical_text(content: str, metadata: dict | None = None) -> str:
     "What the lexical leg indexes for an item: its text, then the line it answers, the speakers, whom it is about, and its day in words."
@@ -86,12 +86,6 @@ def lexical_text(content: str, metadata: dict | None = None) -> str:
     ctx = [md[k] for k in ('replies_to', 'speaker', 'answer_speaker', 'about') if isinstance(md.get(k), str)]
     day = _day_words(md.get('created_at'))
     return '\n'.join([content, *ctx, *([day] if day else [])])
-
-def embedding_text(content: str, metadata: dict | None = None) -> str:
-    "What the vector leg embeds for an item: the line it answers (`replies_to`, a turn's context), then its text; the shown text stays as stored."
-    content, md = _check_text(content, 'content'), metadata or {}
-    ctx = md.get('replies_to')
-    return f"{ctx}\n{content}" if isinstance(ctx, str) and ctx.strip() else content
 
 
 # %% ../nbs/12c_lexical.ipynb #71163f3d

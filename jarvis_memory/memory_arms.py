@@ -428,7 +428,7 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     for q, cut, query, qv in zip(questions, cuts, queries, qvecs):
         until = None if cut is None else starts[cut.session] + step * cut.window - 1e-3
         q_now = now if cut is None else starts[cut.session] + step * cut.line
-        initiative = leaves_initiative([{'role': 'user', 'content': q.question}])   # observe's rule, on the user's own line
+        initiative = leaves_initiative(history_at(conv, cut) if cut is not None else [{'role': 'user', 'content': q.question}])   # observe's rule
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
         terms = recall_terms(query)
         gold = {e: lines[e] for e in q.evidence if e in lines}

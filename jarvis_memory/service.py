@@ -15,7 +15,7 @@ from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns, window, window_turn_numbers, answered_line
 from .episodes import window_episode_ids
-from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted, is_contentless
+from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted, is_contentless, asks_or_requests
 from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
 from .consolidation import Consolidation
@@ -96,9 +96,12 @@ def stored_window_ids(scope: MemoryScope, history, settings: Settings) -> list[s
     return window_episode_ids(scope, numbers, settings)
 
 def leaves_initiative(history) -> bool:
-    "The user's last line says nothing ('네', 'Morning.', 'Oh hello.'): the agent has the initiative, and recall adds the user's latest memories (issue 12)."
-    turns = split_turns(check_history(history))
-    return bool(turns) and is_contentless(turns[-1].utterance or '')
+    "The user's last line says nothing ('네', 'Oh hello.'), or replies to the agent without asking or requesting anything ('Not bad.', '먹었지.', 'I know. In the taxi.'): the agent has the initiative, and recall adds the user's latest memories (issue 12)."
+    msgs = check_history(history)
+    turns = split_turns(msgs)
+    if not turns: return False
+    u = turns[-1].utterance or ''
+    return is_contentless(u) or (answered_line(msgs) is not None and not asks_or_requests(u))
 
 def history_query(history, settings: Settings) -> str:
     "The recall query `observe` builds from a history: the last user line, the previous exchange in front when it points or says little (S-5.1, S-5.2; issue 12)."

@@ -104,7 +104,7 @@ def _item_meta(meta: dict) -> dict:
     return {k[2:]: v for k, v in meta.items() if k[:2] == _MP}
 
 def row_context(meta: dict) -> dict:
-    "What `lexical.lexical_text` and `lexical.embedding_text` read of a stored row: its item metadata (prefix removed) and `created_at`."
+    "What `lexical.lexical_text` reads of a stored row: its item metadata (prefix removed) and `created_at`."
     return {**_item_meta(meta), 'created_at': meta.get('created_at')}
 
 def row_superseded(meta: dict) -> bool:
