@@ -145,6 +145,9 @@ QUERIES = [  # (history before the question, the question); about half Korean, h
     ([('Help me plan my monthly budget', 'Fixed costs $1200, savings 20%.')], 'Can you do it again?'),
     ([], 'What is the boiling point of water at sea level?'), ([], '오늘 저녁 뭐 먹지?'),
     ([], 'What job do I have?'), ([], '내 생일이 언제였지?'),
+    # replies that leave the agent the initiative (issue 12): recall adds the initiative leg
+    ([('안녕', '안녕하세요, 오늘 몸은 좀 어떠세요?')], '그럭저럭 괜찮아요.'), ([('응', '점심은 드셨어요?')], '먹었지.'),
+    ([('hi', 'Good morning! How was the weekend?')], 'Not bad, not bad.'), ([('hey', 'Did you sleep well?')], 'I did.'),
 ]
 
 

@@ -495,6 +495,7 @@ _GREETING = re.compile(r'(?:^|(?<=[.!?,;\n]))\s*(?:(?:good\s+)?(?:morning|aftern
                        r'(?:이에요|예요|입니다|이요|요)?|굿\s*모닝)\s*(?=[.!?,;\n~]|$)', re.I)
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)        # recall asks again about the same memories on every turn: read each once
 def _content(text: str, ack: bool) -> tuple[str, ...]:
     text = clean_text(text[:_CONTENT_CHARS])
     if ack: text = _GREETING.sub(' ', text)                   # a greeting alone answers nothing either

@@ -62,10 +62,12 @@ def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
 _SENTENCE_END = re.compile(r'(?<=[.!?…。！？])\s+')
 
 def asked(item: MemoryItem) -> str | None:
-    "The question a turn's utterance answers: the last sentence of the line before it (`replies_to`) when that is a question, else None."
+    "The question a turn's reply needs to be understood: the last sentence of the line before it (`replies_to`) when that is a question and says more than the reply (`content_count`), else None."
     ctx = item.metadata.get('replies_to')
     if not isinstance(ctx, str) or not ctx.rstrip().endswith(('?', '？')): return None
-    return _SENTENCE_END.split(ctx.strip())[-1]
+    q = _SENTENCE_END.split(ctx.strip())[-1]
+    u = turn_text(item)[0] if item.source == 'turn' else ''
+    return q if content_count(u) < content_count(q) else None
 
 def says(item: MemoryItem, lang: str) -> str:
     "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line."
