@@ -417,18 +417,19 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     lines = {t.id: t.text for t in conv.turns}
     emb = store.embedder
     cuts = [asked_at(conv, q, settings.stm_turns) for q in questions]      # mid-conversation: memory as it stood before the window
+    hists = [None if cut is None else history_at(conv, cut) for cut in cuts]   # mid-conversation: the session so far
     queries = [recall_query(q.question, None, query_chars=settings.query_chars, min_chars=settings.deixis_min_chars)
-               if cut is None else history_query(history_at(conv, cut), settings)
-               for q, cut in zip(questions, cuts)]   # mid-conversation: the query observe builds from the session so far
+               if h is None else history_query(h, settings)
+               for q, h in zip(questions, hists)]    # mid-conversation: the query observe builds from the session so far
     said = [q for q in queries if q.strip()]         # a question that says nothing ("네") has no query and no vector
     vecs = iter(emb.embed(said, query=True) if emb is not None and said else [])    # one batch (and cache) for all
     qvecs = [next(vecs) if emb is not None and q.strip() else None for q in queries]
     out = {a: {} for a in arms}
     starts, step = session_times(conv), line_seconds(conv)
-    for q, cut, query, qv in zip(questions, cuts, queries, qvecs):
+    for q, cut, hist, query, qv in zip(questions, cuts, hists, queries, qvecs):
         until = None if cut is None else starts[cut.session] + step * cut.window - 1e-3
         q_now = now if cut is None else starts[cut.session] + step * cut.line
-        initiative = leaves_initiative(history_at(conv, cut) if cut is not None else [{'role': 'user', 'content': q.question}])   # observe's rule
+        initiative = leaves_initiative(hist if hist is not None else [{'role': 'user', 'content': q.question}])   # observe's rule
         if q.conversation_id != conv.id: raise MemtaxError(f"question {q.id!r} is about {q.conversation_id!r}, not {conv.id!r}")
         terms = recall_terms(query)
         gold = {e: lines[e] for e in q.evidence if e in lines}

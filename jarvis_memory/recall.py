@@ -149,7 +149,7 @@ def initiative_scores(items: Iterable[MemoryItem]) -> dict:
     out = {}
     for it in items:
         u = turn_text(it)[0]
-        n = content_count(u) if u and not says_nothing(it) else 0
+        n = content_count(u) if u else 0             # a line that says nothing counts 0 (`says_nothing`)
         if n: out[it.id] = n / (1 + later[it.session_id])
     return out
 
