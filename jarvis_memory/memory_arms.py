@@ -18,7 +18,7 @@ from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items, turn_text
 from .language import recall_terms, recall_query, text_language, is_contentless
 from .service import MemoryService, history_query, leaves_initiative
-from .recall import BlockLine, collect, item_line
+from .recall import BlockLine, collect, item_line, turn_shown, says_nothing
 from .llm import LLM, LLMCache
 from .benchmarks import Conversation, Session, Turn, Question, project_root
 from .metrics import Shown, fit_budget, norm_ws
@@ -29,8 +29,8 @@ __all__ = ['AGENT', 'DEFAULT_LINE_SECONDS', 'DEFAULT_EPOCH', 'FAMILIES', 'ANSWER
            'POOL', 'NO_CAP', 'raw_arm', 'turns_arm', 'turns_src_arm', 'line_text', 'side_user', 'line_seconds',
            'session_times', 'SideTurn', 'side_records', 'Side', 'Extraction', 'ConversationMemory', 'user_sides',
            'ingest', 'AnswerFile', 'LayeredCache', 'export_answers', 'extraction_cache_path', 'answer_files',
-           'default_llm', 'arm_settings', 'shown_item', 'Recall', 'history_at', 'recall_questions', 'ExtractionMissing',
-           'extraction_message']
+           'default_llm', 'arm_settings', 'shown_rows', 'shown_ids', 'shown_item', 'Recall', 'history_at',
+           'recall_questions', 'ExtractionMissing', 'extraction_message']
 
 # %% ../nbs/34_memory_arms.ipynb #9840ccc9
 AGENT = 'main'
@@ -340,11 +340,21 @@ def arm_settings(settings: Settings, name: str, pool: int = POOL) -> Settings:
     "The settings a memory arm recalls with: its ranking (S-8.3: joint for `turns+src`) and `pool` candidates per pool."
     return settings.replace(source_recall=name == 'turns+src', pool_size=max(settings.pool_size, pool))
 
-def _empty_line(item: MemoryItem) -> bool:
-    "A shown turn whose own line says nothing ('네', 'Yes.'): it takes a slot for its answer alone (issue 12 counts them). An opening (the agent spoke first, no user line) is not one."
-    if item.source != 'turn': return False
-    u = turn_text(item)[0]
-    return bool(u) and is_contentless(u)
+def shown_rows(item: MemoryItem) -> tuple[int, int]:
+    "(speaker lines a memory shows, those of them that say nothing on their own): issue 12 counts the second ('네' under the question it answers, 'Thanks!' stored as said). A fact is one line."
+    if item.source == 'turn' and 'utterance_chars' in item.metadata:
+        q, u, a = turn_shown(item)
+        return sum(map(bool, (q, u, a))), sum(bool(x) and is_contentless(x) for x in (u, a))
+    if item.source == 'turn': return 1, int(says_nothing(item))
+    return 1 + (item.source == 'turn_part'), 0
+
+def shown_ids(item: MemoryItem) -> list:
+    "The benchmark lines a turn episode shows: its `dia_ids`, less those of a line `turn_shown` leaves out."
+    ids = list(item.metadata.get('dia_ids') or [])
+    if item.source != 'turn' or 'utterance_chars' not in item.metadata or 'utterance_ids' not in item.metadata: return ids
+    _, u, a = turn_shown(item)
+    mine = set(item.metadata['utterance_ids'])
+    return [i for i in ids if (u if i in mine else a)]
 
 def shown_item(mem: ConversationMemory, line: BlockLine) -> Shown:
     "A line of the recall block as the reader got it, with the LoCoMo lines it holds or was derived from."
@@ -353,7 +363,7 @@ def shown_item(mem: ConversationMemory, line: BlockLine) -> Shown:
     if item.kind == 'semantic':
         return Shown(line.text, [], list(mem.turn_sources.get(item.metadata.get('from_episode'), [])), kind='fact', **common)
     kind = 'piece' if item.source == 'turn_part' else 'turn'
-    return Shown(line.text, list(item.metadata.get('dia_ids') or []), kind=kind, **common)
+    return Shown(line.text, shown_ids(item), kind=kind, **common)
 
 @dataclass
 class Recall:
@@ -363,7 +373,8 @@ class Recall:
     ranked_chars: int = 0                                # characters of the whole ranking, before the budget
     gold_rank: dict = field(default_factory=dict)        # gold line id -> (rank, characters before it, 'verbatim'|'fact') of its first hit
     legs: dict = field(default_factory=dict)             # gold line id -> {leg: best rank in that leg} over the candidates holding it (issue 13)
-    contentless: int = 0                                 # shown recall lines whose own line says nothing (issue 12)
+    contentless: int = 0                                 # shown speaker lines that say nothing on their own (issue 12, `shown_rows`)
+    rows: int = 0                                        # shown speaker lines
 
 def _gold_legs(mem: ConversationMemory, res, gold: dict) -> dict:
     "For each gold line id: its best rank in every retrieval leg (`recall.fuse`) among the candidates that hold it or derive from it."
@@ -442,9 +453,10 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
                                      now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
             ranked = [shown_item(mem, ln) for ln in res.all_lines()]
+            rows = [shown_rows(ln.item) for ln in res.lines]
             out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),
                                   sum(len(x.text) for x in ranked), _gold_rank(ranked, gold), _gold_legs(mem, res, gold),
-                                  sum(_empty_line(ln.item) for ln in res.lines if ln.block == 'recall'))
+                                  sum(e for _, e in rows), sum(n for n, _ in rows))
         if on_question is not None: on_question(q)
     return out
 

@@ -18,14 +18,14 @@ from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
 from .store import MemoryStore, Filter, StoreError
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_share, is_contentless, case_variants, content_count
+from .language import recall_terms, term_share, is_contentless, case_variants, content_count, asks_or_requests
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
-           'block_language', 'asked', 'says', 'block_line', 'item_line', 'session_key', 'query_vector',
+           'block_language', 'asked', 'turn_shown', 'says', 'block_line', 'item_line', 'session_key', 'query_vector',
            'initiative_scores', 'gather', 'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order',
            'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'collect', 'recall_limits', 'recall']
 
@@ -69,6 +69,14 @@ def asked(item: MemoryItem) -> str | None:
     u = turn_text(item)[0] if item.source == 'turn' else ''
     return q if content_count(u) < content_count(q) else None
 
+def turn_shown(item: MemoryItem) -> tuple[str | None, str, str]:
+    "(question, utterance, answer) as a turn shows them: `asked`'s question, and of the two lines, one that says nothing is left out beside one that says something — unless it asks or requests, replies to the question shown above it, or answers a line that asks or requests ('That's great! Where is it?' stays: the next line answers it)."
+    u, a = turn_text(item)
+    q = asked(item) if u else None
+    if q is None and u and a and is_contentless(u) and not asks_or_requests(u) and not is_contentless(a): u = ''
+    elif u and a and is_contentless(a) and not is_contentless(u) and not asks_or_requests(u) and not asks_or_requests(a): a = ''
+    return q, u, a
+
 def says(item: MemoryItem, lang: str) -> str:
     "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line."
     _check_lang(lang)
@@ -78,8 +86,7 @@ def says(item: MemoryItem, lang: str) -> str:
         return f"[{m['about']}] {body}" if m.get('about') else body
     sp, other = _names(item, lang)
     if item.source == 'turn' and ('utterance_chars' in m or c.startswith('U: ')):
-        u, a = turn_text(item)
-        q = asked(item) if u else None
+        q, u, a = turn_shown(item)
         return '\n'.join(([f"{other}: {q}"] if q else []) + ([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a else [])) or c
     if item.source == 'turn_part' and c.startswith('U: '):
         return re.sub(r'\n(?:Answer|답) ?\((\d+)\):', lambda g: f"\n{other} ({g.group(1)}):", f"{sp}: {c[3:]}", count=1)
