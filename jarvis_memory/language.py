@@ -209,11 +209,14 @@ def _word_spans(text: str) -> list[tuple[int, int]]:
         if m: pos = m.end()
     return spans
 
+_LATIN = re.compile(r'[\u0000-\u024f\u2010-\u206f]*')    # Latin letters, digits, punctuation: no Korean, no CJK
+
 @functools.lru_cache(maxsize=4096)
 def _terms(text: str, analyser: str, max_chars: int) -> tuple[str, ...]:
     text = clean_text(text[:max_chars])
     spans = _word_spans(text)
-    if analyser == 'kiwi': stems = KiwiStripper().stems_at(text, spans)
+    if analyser == 'kiwi' and _LATIN.fullmatch(text): stems = [(text[s:e], False) for s, e in spans]   # nothing for Kiwi to strip
+    elif analyser == 'kiwi': stems = KiwiStripper().stems_at(text, spans)
     else: stems = [(strip_particles_list(text[s:e]), None) for s, e in spans]
     out = {}
     for stem, noun in stems:
@@ -494,7 +497,6 @@ _PARTICLE_SET = frozenset(PARTICLES)
 _GREETING = re.compile(r'(?:^|(?<=[.!?,;\n]))\s*(?:(?:good\s+)?(?:morning|afternoon|evening|night)|좋은\s*(?:아침|오후|저녁|밤|하루)'
                        r'(?:이에요|예요|입니다|이요|요)?|굿\s*모닝)\s*(?=[.!?,;\n~]|$)', re.I)
 
-@functools.lru_cache(maxsize=4096)
 @functools.lru_cache(maxsize=4096)        # recall asks again about the same memories on every turn: read each once
 def _content(text: str, ack: bool) -> tuple[str, ...]:
     text = clean_text(text[:_CONTENT_CHARS])

@@ -37,6 +37,7 @@ def _check_doc_id(doc_id) -> str:
 _SENTENCE = re.compile(r'(?<=[.!?。？！])\s+|\n+')
 _LATIN_TERM = re.compile(r"[a-z\u00c0-\u024f]+")
 _PIECE = 3000                     # content_terms reads 4,000 characters of one call; longer sentences are cut at spaces
+_KO_DAY = re.compile(r'\d{1,4}년 \d{1,2}월 \d{1,2}일')       # `say_date(t, 'ko')`: read without Kiwi (an English store never loads it)
 _STEMMER = None
 _STEMMER_LOCK = threading.Lock()
 
@@ -65,6 +66,8 @@ def lexical_terms(text: str) -> list[str]:
     text = clean_text(_check_text(text, 'text'))
     out = []
     for piece in _pieces(text):
+        if _KO_DAY.fullmatch(piece):                       # the day as we write it ('2023년 5월 7일'): its terms are its words
+            out += piece.split(); continue
         for term in content_terms(piece):
             for t in term.split():                         # content_terms may join a Latin run's words with a space
                 out.append(t)
@@ -74,9 +77,9 @@ def lexical_terms(text: str) -> list[str]:
 # %% ../nbs/12c_lexical.ipynb #834ab336
 def _day_words(t) -> str:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t): return ''
-    try: d = dt.datetime.fromtimestamp(t, dt.timezone.utc).date()
+    try: dt.datetime.fromtimestamp(t, dt.timezone.utc)          # a day no calendar holds is left out
     except (OverflowError, OSError, ValueError): return ''
-    return f"{say_date(t, 'en')} {say_date(t, 'ko')} {d.isoformat()}"
+    return f"{say_date(t, 'en')}\n{say_date(t, 'ko')}"
 
 CONTEXT_KEYS = ('speaker', 'answer_speaker', 'about', 'replies_to')    # item metadata the lexical leg reads beside the text
 

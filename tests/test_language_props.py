@@ -147,3 +147,37 @@ def test_content_terms_stable_under_surrounding_whitespace(s, left, right):
 def test_acknowledgements_in_any_order_say_nothing(words, end):
     # Any sequence of interjections and greetings stays contentless: the rule is by part of speech, not by utterance.
     assert is_contentless(' '.join(words) + end), (words, end)
+
+
+# Latin-script text skips Kiwi (issue 15: an English agent never pays its start); its terms must be those Kiwi gives.
+latin_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x24F), max_size=200)
+en_words = st.lists(st.sampled_from(["Caroline's", 'café', 'trip', '2023-05-07', '10:30', 'U.S.A.', "can't", 'e-mail',
+                                     '(test)', 'a', 'I', 'résumé', '#tag', '100%', 'Mr.', "O'Neil", '—', 'go!']), max_size=25).map(' '.join)
+
+
+def _kiwi_terms(s):
+    "query_terms as Kiwi alone would give them (the path the Latin shortcut replaces)."
+    from jarvis_memory.language import _word_spans, _keep_term, clean_text
+    s = clean_text(s[:1000])
+    out = {}
+    for stem, noun in KiwiStripper().stems_at(s, _word_spans(s)):
+        t = strip_punct(stem).lower()
+        if _keep_term(t, noun, 'kiwi'): out.setdefault(t, None)
+    return list(out)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.one_of(latin_text, en_words))
+def test_latin_text_terms_are_kiwis(s):
+    assert query_terms(s) == _kiwi_terms(s), s
+
+
+def test_english_text_never_loads_kiwi():
+    import subprocess, sys
+    code = ("import jarvis_memory.language as L\n"
+            "assert L.query_terms(\"When did Caroline's café trip start? 2023-05-07\") == [\"caroline's\", 'café', 'trip', 'start', '2023-05-07']\n"
+            "L.content_terms('She painted a lake sunrise last year.')\n"
+            "assert L._KIWI is None, 'Kiwi was loaded for English text'\n"
+            "L.query_terms('서울에서?'); assert L._KIWI is not None\n")
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
