@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, natural_id
+from jarvis_memory.scope import MemoryScope, MemoryItem, ReadPolicy, Team, natural_id, LOAD_SECONDS
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import UseEmbedder, cached
 from jarvis_memory.episodes import TurnRecord, turn_items
@@ -397,6 +397,8 @@ def main():
         rows.append(r)
         print(f"  {n:>7} items filled in {r['fill']:.0f} s; recall measured (hook={'query_embedding=' if r['hook'] else 'memo embedder'})", flush=True)
     print()
+    print("models, loaded once per process before any timed cold start (issue 15): "
+          + ', '.join(f"{k} {v:.2f} s" for k, v in LOAD_SECONDS.items()))
     print(f"wall clock (load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     print(f"{'items':>8} {'recall p50':>11} {'recall p95':>11} {'qemb p50':>9} {'record_turn':>12} {'rt-emb':>7} {'bare p50':>9} {'ratio':>6}")
     for r in rows:

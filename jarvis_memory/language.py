@@ -6,10 +6,10 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/particles.html.md"""
 
 # %% ../nbs/12_particles.ipynb #564b5259
 from __future__ import annotations
-import bisect, functools, json, re, threading, unicodedata, warnings
+import bisect, functools, json, re, threading, time, unicodedata, warnings
 from collections.abc import Iterable, Mapping
 
-from .scope import MemoryInputError, MemoryUnavailable
+from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
 
 # %% auto #0
 __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'KO_LIGHT_STEMS', 'KO_COURTESY', 'KO_ACK',
@@ -106,7 +106,9 @@ def get_kiwi():
                 except ImportError as e:
                     raise ImportError("kiwipiepy is not installed: `pip install 'kiwipiepy>=0.24,<0.25'`, "
                                       "or use analyser='list'") from e
+                t = time.perf_counter()
                 _KIWI = Kiwi()
+                LOAD_SECONDS['kiwi'] = time.perf_counter() - t
     return _KIWI
 
 # %% ../nbs/12_particles.ipynb #5e3780b6

@@ -16,12 +16,12 @@ import yaml
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['ID_PUNCTUATION', 'AGENT_PUNCTUATION', 'LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER', 'SUPERSEDED',
-           'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError', 'PolicyError', 'MemoryUnavailable',
-           'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope', 'source_layer', 'check_layer', 'check_kind',
-           'text_ok', 'check_text', 'check_metadata', 'is_superseded', 'check_time', 'agent_tag', 'id_owner_tag',
-           'MemoryItem', 'natural_id', 'owned_id', 'natural_prefix', 'check_natural_id', 'ReadPolicy', 'parse_policy',
-           'read_policy_file', 'policy_files', 'load_policy', 'Team']
+__all__ = ['LOAD_SECONDS', 'ID_PUNCTUATION', 'AGENT_PUNCTUATION', 'LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER',
+           'SUPERSEDED', 'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError', 'PolicyError',
+           'MemoryUnavailable', 'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope', 'source_layer',
+           'check_layer', 'check_kind', 'text_ok', 'check_text', 'check_metadata', 'is_superseded', 'check_time',
+           'agent_tag', 'id_owner_tag', 'MemoryItem', 'natural_id', 'owned_id', 'natural_prefix', 'check_natural_id',
+           'ReadPolicy', 'parse_policy', 'read_policy_file', 'policy_files', 'load_policy', 'Team']
 
 # %% ../nbs/00_scope.ipynb #94b9eac7
 class MemoryInputError(ValueError):
@@ -38,6 +38,8 @@ class PolicyError(MemoryInputError):
 
 class MemoryUnavailable(RuntimeError):
     "Base class for a dependency that is missing or down (store server, embeddings or chat endpoint); the message says which and how to fix it."
+
+LOAD_SECONDS: dict[str, float] = {}   # model -> seconds its one load took in this process (USE, Kiwi): reported apart from the store's start (issue 15)
 
 # %% ../nbs/00_scope.ipynb #93882d55
 _MAX_ID, _MAX_AGENT = 256, 64
