@@ -15,7 +15,7 @@ from .scope import MemoryScope, MemoryItem, natural_id
 from .settings import Settings
 from .embeddings import Embedder
 from .chroma import ChromaStore
-from .episodes import TurnRecord, turn_items, turn_text
+from .episodes import TurnRecord, turn_items
 from .language import recall_terms, recall_query, text_language, is_contentless
 from .service import MemoryService, history_query, leaves_initiative
 from .recall import BlockLine, collect, item_line, turn_shown, says_nothing

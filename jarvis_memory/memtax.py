@@ -273,11 +273,11 @@ def style_text(res: MemtaxResult, bench: Benchmark, arms: list) -> list[str]:
             rows.append(row)
         out += ['', 'all-evidence hit by style (probe = agent-initiative: the query is only what the user just said); '
                 'memory arms with benefit/tax/net vs rag:', '', format_table(rows, ['arm', *styles])]
-    empty = {a: (sum(r.contentless for r in recs.values()), None, sum(r.rows for r in recs.values()))
+    empty = {a: (sum(r.contentless for r in recs.values()), sum(r.rows for r in recs.values()))
              for a, recs in res.recalls.items() if recs}
-    if any(n for _, _, n in empty.values()):
+    if any(n for _, n in empty.values()):
         out += ['', 'shown lines that say nothing on their own ("네", "Yes.", "Thanks!"), of all speaker lines and facts shown: '
-                + ', '.join(f"{a} {c} of {n} ({c / n:.1%})" for a, (c, _, n) in empty.items() if n)]
+                + ', '.join(f"{a} {c} of {n} ({c / n:.1%})" for a, (c, n) in empty.items() if n)]
     return out
 
 def report_text(res: MemtaxResult, bench: Benchmark) -> str:
