@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import copy, functools, hashlib, logging, math, os, socket, threading, time, weakref
+import contextlib, copy, dataclasses, functools, hashlib, logging, math, os, socket, threading, time, weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,8 @@ class _Shared:
         self.mirrors: dict = {}            # collection id -> _Mirror (embedded mode)
         self.path: Path | None = None      # the embedded store's directory (its mirror snapshots live there)
         self.unlinked: set = set()         # collection ids whose snapshot this process removed and has not rewritten
+        self.deferring = 0                 # open `deferred` blocks: writes to Chroma wait (see "Writes that wait")
+        self.deferred: dict = {}           # collection id -> _Deferred, its waiting writes
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -305,7 +307,7 @@ def _check_col(self: ChromaStore, col, user_id: str) -> _Col:
 def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
     "The user's collection, or None if the user has none (and `create` is False)."
     hit = self._cols.get(user_id)
-    if hit is not None and hit[1] == self._shared.generation: return hit[0]
+    if hit is not None and hit[1] == self._shared.generation: return self._waiting(hit[0])
     cname = collection_name(user_id)
     try: col = self._client.get_collection(cname, embedding_function=self._ef())
     except NotFoundError:
@@ -318,7 +320,7 @@ def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
                                                         metadata=_col_meta(user_id, name, dim))
     c = self._check_col(col, user_id)
     if self.path is not None: self._cols[user_id] = (c, self._shared.generation)
-    return c
+    return self._waiting(c)
 
 # %% ../nbs/05_chroma.ipynb #905b6693
 _SNAP_DIR = 'jarvis_mirror'
@@ -367,6 +369,7 @@ def _save_mirrors(client, shared: _Shared) -> int:
     n = 0
     if shared.path is None: return n
     with shared.write:
+        _settle_all(shared)                       # (writes that wait go first: the stamp must see them)
         for key, m in list(shared.mirrors.items()):
             if m.pending or (m.on_disk and (m.lex is None or m.lex_on_disk)): continue
             try:
@@ -385,6 +388,7 @@ def _flush_all(client, shared: _Shared) -> int:
     "Write every mirror's deferred last_accessed values through `client` (at close)."
     n = 0
     with shared.write:
+        _settle_all(shared)
         for m in list(shared.mirrors.values()):
             if m.pending:
                 _unsnap(shared, m.key)
@@ -420,15 +424,17 @@ def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror |
             if m is None: m = self._shared.mirrors[key] = self._load_mirror(c)
     return m
 
-@patch
-def _forget(self: ChromaStore, col):
+def _forget_mirror(shared: _Shared, col):
     "Drop the mirror of `col` after a failed write (it is reloaded on the next read); write its pending touches first."
-    m = self._shared.mirrors.pop(str(col.id), None)
+    m = shared.mirrors.pop(str(col.id), None)
     if m is not None and m.pending:
         try:
-            _unsnap(self._shared, m.key)
+            _unsnap(shared, m.key)
             with m.lock: m.flush(col)
         except Exception as e: _log.warning("lost %d deferred last_accessed updates of %s: %s", len(m.pending), col.name, e)
+
+@patch
+def _forget(self: ChromaStore, col): _forget_mirror(self._shared, col)
 
 @patch
 @_guarded
@@ -513,7 +519,10 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
                 except BaseException:
                     self._forget(c.col); raise
                 if mir is not None:
-                    with mir.lock: mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
+                    with mir.lock:
+                        mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
+                        if isinstance(c.col, _Deferred):  # Chroma has not got them yet: exact search reads these
+                            for it, v in zip(its[s:s+bs], vecs[s:s+bs]): mir.vec[mir.rn[it.id]] = v / max(float(np.linalg.norm(v)), 1e-30)
             key = str(c.col.id)                                # sort keys for `mirror=False` readers
             keys = self._shared.sort_keys.setdefault(key, {}) if mir is None else self._shared.sort_keys.get(key)
             now = time.monotonic()
@@ -555,8 +564,12 @@ def get(self: ChromaStore, scope: MemoryScope, ids, *, include_embeddings: bool 
         with m.lock:
             for rn in m.passing([m.rn.get(i) for i in ids], pred, self._ok(scope, policy, pred, m)): found[m.ids[rn]] = m.item(rn)
             want = [i for i in found if include_embeddings and m.metas[m.rn[i]].get('has_vector')]
+        col = c.col
+        if isinstance(col, _Deferred):                   # in a `deferred` block: a waiting vector is what Chroma will hold,
+            for i, v in col.vectors(want).items(): found[i].embedding = v.copy()   # the others Chroma holds now
+            want, col = [i for i in want if found[i].embedding is None], col.raw
         for ch in _chunks(want, _CHUNK):                 # vectors only: Chroma's metadata is the costly part
-            r = c.col.get(ids=ch, include=['embeddings'])
+            r = col.get(ids=ch, include=['embeddings'])
             for i, e in zip(r['ids'], r['embeddings']):
                 if e is not None: found[i].embedding = np.asarray(e, dtype=np.float32)
         return [found[i] for i in ids if i in found]
@@ -960,6 +973,101 @@ def drop_user(self: ChromaStore, user_id: str) -> int:
         self._shared.generation += 1                       # every store's cached handle of the collection is stale
         self._cols.pop(user_id, None)
         return n
+
+# %% ../nbs/05_chroma.ipynb #d3e2873c
+class _Deferred:
+    "A user collection whose upserts, updates and deletes by id wait (merged per id) until `settle`; any other call settles first."
+    def __init__(self, col, shared: _Shared):
+        self.raw, self.shared, self.lock = col, shared, threading.RLock()
+        self.rows: dict = {}                      # id -> [kind, document, vector, metadata, delete first]
+
+    def __getattr__(self, name):                  # id, name, metadata as they are; a call (get, query, count, ...) settles first
+        a = getattr(self.raw, name)
+        if callable(a): self.settle()
+        return a
+
+    def _now(self) -> bool:
+        "Outside every `deferred` block (a collection handed out inside one, used after it): write through."
+        if self.shared.deferring: return False
+        self.settle(); return True
+
+    def upsert(self, ids, documents, embeddings, metadatas):
+        if self._now(): return self.raw.upsert(ids=ids, documents=documents, embeddings=embeddings, metadatas=metadatas)
+        with self.lock:
+            for i, d, e, m in zip(ids, documents, embeddings, metadatas):
+                p = self.rows.get(i)
+                gone = p is not None and p[0] == 'delete'
+                self.rows[i] = ['upsert', d, np.asarray(e, dtype=np.float32), {**(p[3] if p and not gone else {}), **m},
+                                gone or bool(p and p[4])]
+
+    def update(self, ids, metadatas, embeddings=None):
+        if self._now(): return self.raw.update(ids=ids, metadatas=metadatas, **({} if embeddings is None else {'embeddings': embeddings}))
+        with self.lock:
+            for j, (i, m) in enumerate(zip(ids, metadatas)):
+                p, e = self.rows.get(i), None if embeddings is None else np.asarray(embeddings[j], dtype=np.float32)
+                if p is None: self.rows[i] = ['update', None, e, dict(m), False]
+                elif p[0] != 'delete':                # (an update of a deleted row: Chroma ignores it too)
+                    p[3] = {**p[3], **m}
+                    if e is not None: p[2] = e
+
+    def delete(self, ids=None, **kw):
+        if kw or ids is None or self._now(): self.settle(); return self.raw.delete(ids=ids, **kw)
+        with self.lock:
+            for i in ids: self.rows[i] = ['delete', None, None, None, False]
+
+    def vectors(self, ids) -> dict:
+        "`{id: vector}` of the rows among `ids` whose vector waits here (an upsert, or an update that brings one)."
+        with self.lock: return {i: r[2] for i in ids if (r := self.rows.get(i)) is not None and r[2] is not None}
+
+    def settle(self) -> int:
+        "Send the waiting writes: deletes (and ids rewritten after one), then upserts, then updates. Returns how many rows."
+        err = None
+        with self.lock:
+            rows, self.rows = self.rows, {}
+            try: self._send(rows)
+            except BaseException as e: err = e
+        if err is not None:                           # as a refused write without a block: the mirror is read again
+            _forget_mirror(self.shared, self.raw); raise err
+        return len(rows)
+
+    def _send(self, rows: dict):
+        col = self.raw
+        for ch in _chunks([i for i, r in rows.items() if r[0] == 'delete' or r[4]], _CHUNK): col.delete(ids=ch)
+        ups = [(i, r) for i, r in rows.items() if r[0] == 'upsert']
+        for ch in _chunks(ups, _CHUNK):
+            col.upsert(ids=[i for i, _ in ch], documents=[r[1] for _, r in ch], embeddings=np.stack([r[2] for _, r in ch]),
+                       metadatas=[r[3] for _, r in ch])
+        for vec in (False, True):
+            upd = [(i, r) for i, r in rows.items() if r[0] == 'update' and (r[2] is not None) == vec]
+            for ch in _chunks(upd, _CHUNK):
+                col.update(ids=[i for i, _ in ch], metadatas=[r[3] for _, r in ch],
+                           **({'embeddings': np.stack([r[2] for _, r in ch])} if vec else {}))
+
+def _settle_all(shared: _Shared) -> int:
+    "Send every collection's waiting writes (callers hold `shared.write`)."
+    n = sum(d.settle() for d in list(shared.deferred.values()))
+    if not shared.deferring: shared.deferred.clear()
+    return n
+
+@patch
+def _waiting(self: ChromaStore, c: _Col) -> _Col:
+    "`c` with a collection whose writes wait, inside a `deferred` block of this location; else `c`."
+    if not self._shared.deferring or isinstance(c.col, _Deferred): return c
+    d = self._shared.deferred.get(str(c.col.id))
+    if d is None: d = self._shared.deferred[str(c.col.id)] = _Deferred(c.col, self._shared)
+    return dataclasses.replace(c, col=d)
+
+@patch
+@contextlib.contextmanager
+def deferred(self: ChromaStore):
+    "Within the block, writes reach the mirror at once and Chroma together at its end (see above); blocks nest."
+    if not self._use_mirror: yield self; return
+    with self._shared.write: self._shared.deferring += 1
+    try: yield self
+    finally:
+        with self._shared.write:
+            self._shared.deferring -= 1
+            if not self._shared.deferring: _settle_all(self._shared)
 
 # %% ../nbs/05_chroma.ipynb #bf14191e
 @patch

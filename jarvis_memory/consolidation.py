@@ -469,22 +469,23 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
                 rep.repaired.append((json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), 'key_was_statement'))
                 f['key'], f['value'] = r
         rep.repaired += [(json.dumps({k: f[k] for k in ('key', 'value')}, ensure_ascii=False), f['repaired']) for f in kept if 'repaired' in f]
-        made = []                                    # (fact id, source turn id) written by this batch
-        for f, (src, rule) in zip(kept, self._provenance(gscope, g, kept)):
-            src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about)
-            lang = rep.lang or text_language(utt or f['value'])
-            shown = json.dumps({k: f[k] for k in ('key', 'value', 'importance')}, ensure_ascii=False)
-            rep.checked.append({'key': f['key'], 'value': f['value'], 'from_episode': src.id, 'provenance': rule, 'reason': v.reason.value})
-            if not v.ok: rep.dropped.append((shown, v.reason.value)); continue
-            fact, shaped = shape_fact(f, lang, src.created_at, utt, asked)   # '알레르기 있으세요?' names it
-            rep.repaired += [(shown, r) for r in shaped.get('repairs', ())]
-            meta = {'from_episode': src.id, 'provenance': rule, 'lang': lang, **shaped}
-            if about: meta['about'] = about          # whose fact it is, shown as `[about]` in the block (19_recall)
-            it, wrote = self._write_extracted(gscope, fact, meta, src.created_at)
-            (rep.written if wrote else rep.unchanged).append(it.id)
-            if wrote: made.append((it.id, src.id))
-        _drop_orphans(self, gscope, made, rep)
-        self.store.update_metadata(scope, rep.episode_ids, {'consolidated': True, 'consolidated_at': now})
+        with self.store.deferred():                  # the group's facts and its episodes' flag reach Chroma together (05_chroma)
+            made = []                                # (fact id, source turn id) written by this batch
+            for f, (src, rule) in zip(kept, self._provenance(gscope, g, kept)):
+                src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about)
+                lang = rep.lang or text_language(utt or f['value'])
+                shown = json.dumps({k: f[k] for k in ('key', 'value', 'importance')}, ensure_ascii=False)
+                rep.checked.append({'key': f['key'], 'value': f['value'], 'from_episode': src.id, 'provenance': rule, 'reason': v.reason.value})
+                if not v.ok: rep.dropped.append((shown, v.reason.value)); continue
+                fact, shaped = shape_fact(f, lang, src.created_at, utt, asked)   # '알레르기 있으세요?' names it
+                rep.repaired += [(shown, r) for r in shaped.get('repairs', ())]
+                meta = {'from_episode': src.id, 'provenance': rule, 'lang': lang, **shaped}
+                if about: meta['about'] = about      # whose fact it is, shown as `[about]` in the block (19_recall)
+                it, wrote = self._write_extracted(gscope, fact, meta, src.created_at)
+                (rep.written if wrote else rep.unchanged).append(it.id)
+                if wrote: made.append((it.id, src.id))
+            _drop_orphans(self, gscope, made, rep)
+            self.store.update_metadata(scope, rep.episode_ids, {'consolidated': True, 'consolidated_at': now})
         rep.status = 'done' if rep.sent else 'empty'
         rep.seconds = time.perf_counter() - t0
     report.procedures = [d.id for d in self.distill_procedures(scope, {e.metadata.get('task_type') for e in episodes

@@ -202,45 +202,46 @@ def ingest(conversation: Conversation, embedder: Embedder | None, settings: Sett
                              speaker_of={u: x.speaker for x in sides for u in (x.scope.user_id, x.raw_scope.user_id)})
     try:
         t0 = time.perf_counter()
-        if 'raw' in families:
-            items = []
-            for start, sess in zip(starts, conversation.sessions):
-                for side in sides:
-                    sc, n = side.raw_scope.with_session(sess.id), 0
-                    for i, t in enumerate(sess.turns):
-                        if t.speaker != side.speaker: continue
-                        n += 1; items.append(_raw_item(sc, n, t, start + step * i, s))
-            for i in range(0, len(items), 1000): svc.store.put(items[i:i + 1000])
-            mem.stored['raw'] = [it.content for it in items]
-        mem.seconds['raw'] = time.perf_counter() - t0
-        t0, tc = time.perf_counter(), 0.0
-        if 'turns' in families:
-            for start, sess in zip(starts, conversation.sessions):
-                if not sess.turns: continue
-                if mem.extraction.missing: break         # the turns arms will skip this conversation: stop here
+        with svc.store.deferred():                   # a bulk import: Chroma gets the writes together (05_chroma)
+            if 'raw' in families:
                 items = []
-                for side in (x for x in sides if x.turns):
-                    sc = side.scope.with_session(sess.id)
-                    for r in side_records(sess, side.speaker, start, step):
-                        its = _side_items(sc, r, s)
-                        items += its
-                        if r.utterance: mem.turn_sources[its[0].id] = [t.id for t in r.utterance]
-                svc.store.put(items)
-                mem.stored['turns'] += [it.content for it in items]
-                clock[0] = start + step * (len(sess.turns) + 1)
-                t1 = time.perf_counter()
-                for side in sides:
-                    if not side.turns or not any(t.speaker == side.speaker for t in sess.turns): continue
-                    rep = svc.end_session(side.scope.with_session(sess.id), llm, now=clock[0], about=side.speaker)
-                    for g in rep.groups:
-                        mem.extraction.facts += len(g.written) + len(g.unchanged)
-                        err = g.error or ''
-                        gone = g.status == 'skipped' or err.startswith(('LLMNotConfigured', 'LLMUnavailable'))
-                        if gone: mem.extraction.missing.append((side.speaker, sess.id, err)); continue
-                        if g.sent and g.status in ('done', 'failed'): mem.extraction.calls += 1
-                        if g.status == 'failed': mem.extraction.failed.append((side.speaker, sess.id, err))
-                    if mem.extraction.missing: break
-                tc += time.perf_counter() - t1
+                for start, sess in zip(starts, conversation.sessions):
+                    for side in sides:
+                        sc, n = side.raw_scope.with_session(sess.id), 0
+                        for i, t in enumerate(sess.turns):
+                            if t.speaker != side.speaker: continue
+                            n += 1; items.append(_raw_item(sc, n, t, start + step * i, s))
+                for i in range(0, len(items), 1000): svc.store.put(items[i:i + 1000])
+                mem.stored['raw'] = [it.content for it in items]
+            mem.seconds['raw'] = time.perf_counter() - t0
+            t0, tc = time.perf_counter(), 0.0
+            if 'turns' in families:
+                for start, sess in zip(starts, conversation.sessions):
+                    if not sess.turns: continue
+                    if mem.extraction.missing: break         # the turns arms will skip this conversation: stop here
+                    items = []
+                    for side in (x for x in sides if x.turns):
+                        sc = side.scope.with_session(sess.id)
+                        for r in side_records(sess, side.speaker, start, step):
+                            its = _side_items(sc, r, s)
+                            items += its
+                            if r.utterance: mem.turn_sources[its[0].id] = [t.id for t in r.utterance]
+                    svc.store.put(items)
+                    mem.stored['turns'] += [it.content for it in items]
+                    clock[0] = start + step * (len(sess.turns) + 1)
+                    t1 = time.perf_counter()
+                    for side in sides:
+                        if not side.turns or not any(t.speaker == side.speaker for t in sess.turns): continue
+                        rep = svc.end_session(side.scope.with_session(sess.id), llm, now=clock[0], about=side.speaker)
+                        for g in rep.groups:
+                            mem.extraction.facts += len(g.written) + len(g.unchanged)
+                            err = g.error or ''
+                            gone = g.status == 'skipped' or err.startswith(('LLMNotConfigured', 'LLMUnavailable'))
+                            if gone: mem.extraction.missing.append((side.speaker, sess.id, err)); continue
+                            if g.sent and g.status in ('done', 'failed'): mem.extraction.calls += 1
+                            if g.status == 'failed': mem.extraction.failed.append((side.speaker, sess.id, err))
+                        if mem.extraction.missing: break
+                    tc += time.perf_counter() - t1
         mem.seconds['turns'] = time.perf_counter() - t0 - tc
         mem.seconds['consolidation'] = tc
     except BaseException:

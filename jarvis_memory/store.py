@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/store.html.md"""
 
 # %% ../nbs/03_store.ipynb #6e8ffb3a
 from __future__ import annotations
-import importlib, logging, math
+import contextlib, importlib, logging, math
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -79,6 +79,8 @@ class MemoryStore(Protocol):
         "Remove deleted rows' text from the backend's files (write-ahead logs, free pages); False if it cannot here."
     def reembed(self, scope: MemoryScope, *, batch: int = 256) -> int:
         "Fill missing vectors of the items `scope` may read (S-11.1); returns how many rows got vectors."
+    def deferred(self) -> contextlib.AbstractContextManager:
+        "A block whose writes the backend may send together at its end; reads inside it see them (a crash may lose them)."
     def flush(self) -> int:
         "Write deferred work (e.g. `touch`es) to the backend now; returns how many rows were written."
     def close(self) -> None:
