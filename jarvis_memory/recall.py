@@ -339,16 +339,18 @@ class Recall:
         return block_language([*self.core, *(s.item for s in self.ranked)])
     def all_lines(self) -> list[BlockLine]:
         "Core facts then every ranked item, uncut and in rank order: the block with no budget. A session's first line (by rank) carries its header."
+        return list(self.iter_lines())
+    def iter_lines(self):
+        "`all_lines` one at a time, each made when asked for: `fit_lines` stops at the budget, and so does the rendering."
         lang, seen = self.language, set()
-        out = [BlockLine(it, block_line(it, lang), 'core') for it in self.core]
+        for it in self.core: yield BlockLine(it, block_line(it, lang), 'core')
         for s in self.ranked:
             key, text, head = session_key(s.item), block_line(s.item, lang), ''
             if key is not None and key not in seen:
                 seen.add(key)
                 head = session_header(s.item.created_at, lang)
                 text = f"{head}\n{text}"
-            out.append(BlockLine(s.item, text, 'recall', s, head=head))
-        return out
+            yield BlockLine(s.item, text, 'recall', s, head=head)
     def blocks(self) -> dict:
         "Block name -> text, only the non-empty ones: `[핵심 사실]` then `[장기 기억]`."
         out = {}
@@ -442,7 +444,7 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
     ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids | {i for i, w in excluded.items() if w == Exclusion.CONTENTLESS},
                     group=turn_of)
     res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core)
-    res.lines = block_order(fit_lines(res.all_lines(), budget))    # chosen in rank order, printed by session in time order
+    res.lines = block_order(fit_lines(res.iter_lines(), budget))    # chosen in rank order, printed by session in time order
     return res
 
 # %% ../nbs/19_recall.ipynb #8f11fb89

@@ -17,23 +17,36 @@ HEADERS_EN = ('[Core facts]', '[Long-term memory]', '[Task patterns]', '[Save a 
 HEADERS = HEADERS_KO + HEADERS_EN      # every header the package writes, and their English names
 
 _OPEN, _CLOSE = '[［【〔〖⟦〘', ']］】〕〗⟧〙'
-_NEUTRAL = str.maketrans({**{c: '(' for c in _OPEN}, **{c: ')' for c in _CLOSE}})
+# ... and the characters NFKC turns into text holding one of those (vertical and small presentation forms, enclosed
+# ideographs); `tests/test_render_props.py` derives this set again from every code point.
+_COMPAT = ('\ufe17\ufe18\ufe39\ufe3a\ufe3b\ufe3c\ufe47\ufe48\ufe5d\ufe5e\U0001f12a'
+           '\U0001f240\U0001f241\U0001f242\U0001f243\U0001f244\U0001f245\U0001f246\U0001f247\U0001f248')
+_ROUND = str.maketrans({**{c: '(' for c in _OPEN}, **{c: ')' for c in _CLOSE}})
+_NEUTRAL = str.maketrans({**{c: '(' for c in _OPEN}, **{c: ')' for c in _CLOSE},
+                          **{c: unicodedata.normalize('NFKC', c).translate(_ROUND) for c in _COMPAT}})
+_SQUARE = str.maketrans({**{c: '[' for c in _OPEN}, **{c: ']' for c in _CLOSE}})
+_OPENERS = frozenset(c for c in _OPEN + _COMPAT if any(o in unicodedata.normalize('NFKC', c) for o in _OPEN))
+_re_opener = re.compile('[' + re.escape(''.join(sorted(_OPENERS))) + ']')
 _re_label = re.compile(r'^\[[^\[\]]{1,80}\]$')
 _HEAD_KEYS = tuple(h.casefold() for h in HEADERS)
 
 def _plain(line: str) -> str:
     "The line as matched: format characters removed, NFKC (full-width brackets become ASCII), other brackets as `[ ]`, stripped."
     s = ''.join(c for c in line if unicodedata.category(c) != 'Cf')
-    s = unicodedata.normalize('NFKC', s)
-    return s.translate(str.maketrans({**{c: '[' for c in _OPEN}, **{c: ']' for c in _CLOSE}})).strip()
+    return unicodedata.normalize('NFKC', s).translate(_SQUARE).strip()
 
 def looks_like_header(line: str) -> bool:
     "Would `line` read as a block header: only a bracketed label, or a line opening with one of `HEADERS`?"
+    s = line.lstrip()
+    if not s: return False
+    c = s[0]                                       # every header opens with a bracket, so must the line (in NFKC, past
+    if c not in _OPENERS and unicodedata.category(c) != 'Cf' and unicodedata.normalize('NFKC', c).strip():
+        return False                               # format characters): the same answer as below, without its cost
     p = _plain(line)
     return bool(_re_label.match(p)) or p.casefold().startswith(_HEAD_KEYS)
 
 def neutralise_headers(text: str) -> str:
     "`text` with every line that looks like a block header defused: its brackets become parentheses."
     if not isinstance(text, str): raise TypeError(f"neutralise_headers takes a string, got {type(text).__name__}")
-    if not any(c in text for c in _OPEN): return text          # the common case: nothing to do
+    if not _re_opener.search(text): return text     # the common case: no bracket, no header
     return '\n'.join(ln.translate(_NEUTRAL) if looks_like_header(ln) else ln for ln in text.split('\n'))
