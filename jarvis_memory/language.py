@@ -317,11 +317,12 @@ def pattern_hint_wanted(text: str) -> bool:
 # %% ../nbs/12_particles.ipynb #f7dfdc6d
 _HANGUL_RE = re.compile('[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]')
 _LATIN_RE = re.compile('[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]')
+_HANGUL_RUNS, _LATIN_RUNS = (re.compile(r.pattern + '+') for r in (_HANGUL_RE, _LATIN_RE))
 HANGUL_WEIGHT = 10
 LANGUAGES = ('ko', 'en')
 
 def _letters(text: str) -> tuple[int, int]:
-    return len(_HANGUL_RE.findall(text)), len(_LATIN_RE.findall(text))
+    return sum(map(len, _HANGUL_RUNS.findall(text))), sum(map(len, _LATIN_RUNS.findall(text)))   # (runs: half the cost of one match per letter)
 
 def _json_strings(value):
     "String values of a parsed JSON document, keys excluded."

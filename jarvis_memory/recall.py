@@ -189,10 +189,13 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     if legs and query.strip():
         nolex = [i for i in dict.fromkeys([*chosen, *cos]) if i not in bm]
         if nolex: bm.update(store.lexical_scores(scope, query, nolex))
-    def cand(it):
+    made = {}
+    def cand(it):                                    # (one Candidate per item, whichever pools hold it)
+        if (got := made.get(it.id)) is not None: return got
         c = cos.get(it.id)
-        return Candidate(it, None if c is None else max(-1.0, min(1.0, c)), term_share(terms, it.content),
-                         lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges), initiative=said.get(it.id, 0.0))
+        got = made[it.id] = Candidate(it, None if c is None else max(-1.0, min(1.0, c)), term_share(terms, it.content),
+                                      lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges), initiative=said.get(it.id, 0.0))
+        return got
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]],
                         'lexical': [cand(it) for it, _ in lex], 'temporal': [cand(i) for i in tmp], 'recent': [cand(i) for i in late]})

@@ -181,3 +181,11 @@ def test_english_text_never_loads_kiwi():
             "L.query_terms('서울에서?'); assert L._KIWI is not None\n")
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@hsettings(max_examples=500, deadline=None)
+@given(st.text(st.one_of(st.sampled_from('aZé ÿ가힣ㄱㅏ\u1100\u11ff\u3130\u318f\u024f\u0250.1 '), st.characters()), max_size=60))
+def test_letter_count_is_one_match_per_letter(s):
+    # `_letters` counts runs of letters (cheaper); the count is still one per letter.
+    from jarvis_memory.language import _letters, _HANGUL_RE, _LATIN_RE
+    assert _letters(s) == (len(_HANGUL_RE.findall(s)), len(_LATIN_RE.findall(s)))
