@@ -115,7 +115,8 @@ class _Mirror:
         m = cls(key, col.name)
         m._fill(ids, docs, metas)
         m._index()
-        return m
+        if not ids: m.lex = LexicalIndex()                  # a new collection: BM25 terms kept from the first write, so its
+        return m                                            # snapshot has them (no tokenising every row at the next start)
 
     def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False, columns: dict | None = None):
         "The rows of a new mirror in bulk: each group's key lists sorted once, not an insort per row (`frozen`: metas are"
