@@ -21,8 +21,9 @@ look-ups (the superseded flags are set on the items instead). Vectors are cached
 
 After the fill the store is closed and reopened, as after a restart: `cold start` is opening it and the first
 `observe` (which loads the user's rows into the store's mirror, see nbs/04_mirror.ipynb and nbs/05_chroma.ipynb).
-The mirror starts from the snapshot the filling process wrote at close; that process never searched, so the snapshot
-has no BM25 terms and the first `observe` tokenises every row. After the timed runs the store is restarted twice
+The mirror starts from the snapshot the filling process wrote at close; that process never searched, but its
+collection started empty, so the mirror kept BM25 terms from the first write and the snapshot has them (before
+that change the first `observe` tokenised every row here). After the timed runs the store is restarted twice
 more: from the snapshot the measuring process wrote (BM25 terms included: a current snapshot), and with the
 snapshot removed (every row read from Chroma and tokenised: what every restart cost before issue 15).
 
@@ -412,7 +413,7 @@ def main():
     for r in rows:
         fb = '' if r['fallbacks'] is None else f"; search fell back to the where clause {r['fallbacks']} times in {r['observes']} observes"
         print(f"  {r['n']:>7}: cold start (open the store after a restart + first observe) {r['cold']:.2f} s after the fill"
-              f" (its snapshot has no BM25 terms: the filling process never searched), {r['cold_snap']:.2f} s from a current"
+              f" (the filling process never searched; its snapshot has the BM25 terms kept since the first write), {r['cold_snap']:.2f} s from a current"
               f" snapshot, {r['cold_rebuild']:.2f} s without one (rows read from Chroma){fb}")
     for r in rows:
         if r['prof']:

@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema
-import openai
 from filelock import FileLock
 
 from .scope import MemoryInputError, MemoryUnavailable
 from .settings import Settings
+
+def _openai_module():
+    "The `openai` module, imported on first use (about 0.6 s): a store that never calls an LLM does not load it."
+    import openai
+    return openai
+
 
 # %% auto #0
 __all__ = ['IMPORTANCE_GRID', 'FACTS_SCHEMA', 'GGUF_MODELS', 'LLMError', 'LLMInputError', 'LLMNotConfigured', 'LLMUnavailable',
@@ -200,7 +205,7 @@ class LLM:
 
     def _openai(self):
         if self._client is None:
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key or 'no-key',
+            self._client = _openai_module().OpenAI(base_url=self.base_url, api_key=self._api_key or 'no-key',
                                          timeout=self.timeout, max_retries=self.retries)
         return self._client
 
@@ -237,13 +242,13 @@ class LLM:
                 self.stats['requests'] += 1
                 r = self._openai().chat.completions.create(**kw)
                 break
-            except openai.APIStatusError as e:
+            except _openai_module().APIStatusError as e:
                 if (schema is not None and constrain and attempt == 0 and self.response_format_style == 'json_schema'
                         and e.status_code in (400, 422, 500) and 'response_format' in _err_text(e)):
                     self.response_format_style = 'json_object'   # llama-cpp-python: retry with its form
                     continue
                 raise self._map(e) from None
-            except openai.OpenAIError as e: raise self._map(e) from None
+            except _openai_module().OpenAIError as e: raise self._map(e) from None
         choice = r.choices[0]
         text = choice.message.content
         if text is None: raise LLMBadOutput(f"LLM {self.model!r} at {self.base_url} returned no content "
@@ -254,11 +259,11 @@ class LLM:
 
     def _map(self, e) -> LLMError:
         where = f"LLM endpoint {self.base_url or '(injected client)'} (model {self.model!r})"
-        if isinstance(e, openai.APITimeoutError):
+        if isinstance(e, _openai_module().APITimeoutError):
             return LLMUnavailable(f"{where} timed out after {self.timeout:g} s and {self.retries} retries")
-        if isinstance(e, openai.APIConnectionError):
+        if isinstance(e, _openai_module().APIConnectionError):
             return LLMUnavailable(f"{where} is unreachable after {self.retries} retries: {e.__cause__ or e}")
-        if isinstance(e, openai.APIStatusError):
+        if isinstance(e, _openai_module().APIStatusError):
             code, msg = e.status_code, _err_text(e)[:_RAW_SHOWN]
             if code >= 500 or code == 429: return LLMUnavailable(f"{where} answered HTTP {code}: {msg}")
             if code in (401, 403): return LLMNotConfigured(f"{where} rejected the API key (HTTP {code}): {msg}; check JARVIS_MEMORY__LLM_API_KEY")
