@@ -92,6 +92,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
            reader_limit:int=None, # read only this many questions (stratified over conversations and categories); default: all
            reader_arms:str='rag,turns+src', # the arms the reader reads (rag always: it is the base)
            format:str=None, # the benchmark's format when the file does not declare it: locomo, jarvis-benchmark/1
+           workers:int=0, # processes replaying and recalling conversations (0: one per CPU, at most 4; 1: this process only)
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
@@ -103,12 +104,15 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
         if reader not in ('auto', 'on', 'off'): raise MemoryInputError(f"--reader must be auto, on or off, got {reader!r}")
         settings = Settings.from_env()
         res = run_memtax(data, budget=budget, arms=arms, conversations=conversations, out=out, pool=pool, settings=settings,
-                         format=format)
+                         format=format, workers=workers)
         if reader == 'on' or (reader == 'auto' and (settings.llm_base_url or reader_answers())):
             if reader_limit is None and not settings.llm_base_url: reader_limit = committed_sample()   # offline: the committed sample
             try: read_memtax(res, default_llm(settings), judge=judge, limit=reader_limit, arms=reader_arms.split(','), settings=settings)
             except LLMNotConfigured as e:     # an answer neither committed nor cached, and no endpoint: skip, in one line
-                print(f"jarvis-memory memtax: reader skipped: {e}", file=sys.stderr, flush=True)
+                why = (f"the committed reader answers ({', '.join(p.name for p in reader_answers())}) were read from other memory "
+                       f"blocks than this run shows (recall changed since; bench/memtax_reader.py reads them again), and {e}"
+                       if reader_answers() and not settings.llm_base_url else str(e))
+                print(f"jarvis-memory memtax: reader skipped: {why}", file=sys.stderr, flush=True)
                 return 3 if reader == 'on' else 0
             print('\n' + reader_text(res))
             if out is not None:

@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/memtax.html.md"""
 
 # %% ../nbs/35_memtax.ipynb #ff605b29
 from __future__ import annotations
-import html, json, math, sys, time
+import concurrent.futures, html, json, math, multiprocessing, os, sys, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -135,9 +135,46 @@ def _check_arms(arms) -> tuple:
     if bad: raise MemtaxError(f"unknown arm {bad}; registered arms: {sorted(ARMS)}")
     return tuple(dict.fromkeys(('rag', *arms)))      # rag is the base of benefit/tax
 
+def _memory_part(conv, qs, mem_arms: tuple, settings: Settings, pool: int, emb=None, llm=None, bar=None) -> dict:
+    "The memory arms on one conversation: replay, consolidation, recall of its questions; what `run_memtax` merges."
+    fams = tuple(dict.fromkeys(MEMORY_ARMS[a] for a in mem_arms))
+    if emb is None: emb = cached(get_embedder(settings), settings.cache_dir)          # in a worker process
+    if llm is None and 'turns' in fams: llm = default_llm(settings)
+    out = dict(id=conv.id, qids=[q.id for q in qs], secs=Counter(), recalls={}, stored={}, extraction=None, skipped=None)
+    mem = ingest(conv, emb, settings, llm=llm, families=fams)
+    try:
+        out['secs']['ingest'] += mem.seconds.get('raw', 0) + mem.seconds.get('turns', 0)
+        out['secs']['consolidation'] += mem.seconds.get('consolidation', 0)
+        run = list(mem_arms)
+        if 'turns' in fams:
+            out['extraction'] = mem.extraction
+            if not mem.extraction.complete:
+                out['skipped'] = extraction_message(mem)
+                run = [a for a in run if MEMORY_ARMS[a] != 'turns']
+        for a in run: out['stored'][a] = mem.stored[MEMORY_ARMS[a]]
+        t1 = time.perf_counter()
+        if bar is not None: bar.label = f"questions [{conv.id}]"
+        on_q = None if bar is None else (lambda q: bar.update(1))
+        out['recalls'] = recall_questions(mem, qs, settings, run, pool, on_question=on_q) if run else {}
+        if not run and bar is not None: bar.update(len(qs))
+        out['secs']['recall'] += time.perf_counter() - t1
+    finally:
+        mem.close()
+    return out
+
+_BUILTIN_MEMORY_ARMS = frozenset(MEMORY_ARMS)         # what a fresh worker process has registered
+
+def _workers(workers, jobs: int, embedder, llm, mem_arms) -> int:
+    "How many processes run the memory arms: 1 when given objects (an embedder, an LLM) or arms a new process lacks."
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise MemtaxError(f"workers must be an int >= 0 (0: one per CPU, at most 4), got {workers!r}")
+    if workers == 0: workers = min(4, os.cpu_count() or 1)
+    if embedder is not None or llm is not None or not set(mem_arms) <= _BUILTIN_MEMORY_ARMS: return 1
+    return max(1, min(workers, jobs))
+
 def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out='reports',
                settings: Settings | None = None, llm=None, embedder: Embedder | None = None, pool: int = POOL,
-               audit: bool = True, progress: bool = True, stream=None, format: str | None = None) -> MemtaxResult:
+               audit: bool = True, progress: bool = True, stream=None, format: str | None = None, workers: int = 1) -> MemtaxResult:
     "The Memory Tax evaluation (S-12.3): every arm (default: `default_arms()`) on every question, tables, benefit/tax/net vs `rag`, reports under `out`."
     stream = stream or sys.stdout
     T0 = time.perf_counter()
@@ -157,6 +194,7 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
     emb = embedder if embedder is not None else cached(get_embedder(settings), settings.cache_dir)
     mem_arms = [a for a in arms if a in MEMORY_ARMS]
     fams = tuple(dict.fromkeys(MEMORY_ARMS[a] for a in mem_arms))
+    llm_given = llm
     if 'turns' in fams and llm is None: llm = default_llm(settings)
     res = MemtaxResult(bench.name, arms, budget, getattr(emb, 'name', 'none'), bench=bench)
     res.skipped = list(notes)
@@ -168,41 +206,44 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
           f"arms {', '.join(arms)}, budget {budget} characters, embedder {res.embedder}", file=stream, flush=True)
     for note in notes[:20]: print(f"  skipped: {note}", file=stream)
     if len(notes) > 20: print(f"  ... and {len(notes) - 20} more skipped", file=stream)
+    convs = [(conv, bench.questions_for(conv.id)) for conv in bench.conversations]
+    mem_jobs = [(conv, qs) for conv, qs in convs if fams and qs]
+    workers = _workers(workers, len(mem_jobs), embedder, llm_given, mem_arms)
+    def merge(part: dict):
+        for k, v in part['secs'].items(): secs[k] += v
+        for a, recs in part['recalls'].items():
+            res.recalls[a].update(recs)
+            res.shown[a].update({k: r.shown for k, r in recs.items()})
+        for a, st in part['stored'].items(): res.stored[a][part['id']] = st
+        if part['extraction'] is not None: res.extraction[part['id']] = part['extraction']
+        if part['skipped']: res.skipped.append(part['skipped']); print(f"\n  {part['skipped']}", file=stream, flush=True)
     with Progress(len(bench.questions), 'questions', enabled=progress) as bar:
-        for ci, conv in enumerate(bench.conversations):
-            qs = bench.questions_for(conv.id)
-            label = f"{conv.id} ({ci + 1}/{len(bench.conversations)})"
-            t0 = time.perf_counter()
-            for a in arms:
-                if a in MEMORY_ARMS: continue
-                res.shown[a].update(ARMS[a](conv, qs, emb, settings))
-                if ARMS[a].stored is not None: res.stored[a][conv.id] = ARMS[a].stored(conv)
-            secs['rag'] += time.perf_counter() - t0
-            if not fams or not qs: bar.update(len(qs), label); continue
-            t0 = time.perf_counter()
-            bar.label = f"questions [{conv.id}: replaying]"; bar.update(0)
-            mem = ingest(conv, emb, settings, llm=llm, families=fams)
-            try:
-                secs['ingest'] += mem.seconds.get('raw', 0) + mem.seconds.get('turns', 0)
-                secs['consolidation'] += mem.seconds.get('consolidation', 0)
-                run = list(mem_arms)
-                if 'turns' in fams:
-                    res.extraction[conv.id] = mem.extraction
-                    if not mem.extraction.complete:
-                        msg = extraction_message(mem)
-                        res.skipped.append(msg); print(f"\n  {msg}", file=stream, flush=True)
-                        run = [a for a in run if MEMORY_ARMS[a] != 'turns']
-                for a in run: res.stored[a][conv.id] = mem.stored[MEMORY_ARMS[a]]
-                t1 = time.perf_counter()
-                bar.label = f"questions [{conv.id}]"
-                got = recall_questions(mem, qs, settings, run, pool, on_question=lambda q: bar.update(1)) if run else {}
-                if not run: bar.update(len(qs))
-                secs['recall'] += time.perf_counter() - t1
-                for a, recs in got.items():
-                    res.recalls[a].update(recs)
-                    res.shown[a].update({k: r.shown for k, r in recs.items()})
-            finally:
-                mem.close()
+        pending = None
+        if workers > 1:                               # the memory arms in worker processes, one conversation each
+            ctx = multiprocessing.get_context('spawn')     # a fresh interpreter: no model or Chroma state forked
+            pending = concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx)
+            futs = {pending.submit(_memory_part, conv, qs, tuple(mem_arms), settings, pool): conv.id for conv, qs in mem_jobs}
+        try:
+            for ci, (conv, qs) in enumerate(convs):    # the arms without a family (rag) here, meanwhile
+                t0 = time.perf_counter()
+                for a in arms:
+                    if a in MEMORY_ARMS: continue
+                    res.shown[a].update(ARMS[a](conv, qs, emb, settings))
+                    if ARMS[a].stored is not None: res.stored[a][conv.id] = ARMS[a].stored(conv)
+                secs['rag'] += time.perf_counter() - t0
+                if not fams or not qs: bar.update(len(qs), f"{conv.id} ({ci + 1}/{len(convs)})"); continue
+                if pending is not None: continue
+                bar.label = f"questions [{conv.id}: replaying]"; bar.update(0)
+                merge(_memory_part(conv, qs, tuple(mem_arms), settings, pool, emb, llm, bar))
+            if pending is not None:
+                bar.label = f"questions [{workers} processes]"; bar.update(0)
+                parts = {}
+                for f in concurrent.futures.as_completed(futs):
+                    parts[futs[f]] = f.result()
+                    bar.update(len(parts[futs[f]]['qids']))
+                for conv, qs in mem_jobs: merge(parts[conv.id])      # in the benchmark's order, as one process would
+        finally:
+            if pending is not None: pending.shutdown(cancel_futures=True)
     t0 = time.perf_counter()
     for a in arms:
         if res.shown[a]: res.results[a] = evaluate(bench, res.shown[a], a)
@@ -228,8 +269,9 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
         res.paths = write_reports(res, bench, out)
         print(f"\nper-question rows: {res.paths['jsonl']}\nHTML report:       {res.paths['html']}", file=stream)
     t = res.seconds
+    par = f"; replay, consolidation and recall summed over {workers} processes" if workers > 1 else ''
     print(f"time: {t['total']:.0f} s (rag {t.get('rag', 0):.0f}, replay {t.get('ingest', 0):.0f}, consolidation "
-          f"{t.get('consolidation', 0):.0f}, recall {t.get('recall', 0):.0f}, metrics {t.get('metrics', 0):.0f})", file=stream, flush=True)
+          f"{t.get('consolidation', 0):.0f}, recall {t.get('recall', 0):.0f}, metrics {t.get('metrics', 0):.0f}{par})", file=stream, flush=True)
     return res
 
 # %% ../nbs/35_memtax.ipynb #37c1512e

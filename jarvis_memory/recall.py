@@ -416,10 +416,17 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     band = settings.relevance_band                          # a leg's indistinguishable scores (cosine noise) share a rank
     tol = {'lexical': lambda best: band * best, 'recent': lambda best: 0.0}
     ranks = {leg: _tied_ranks(orders[leg], key[leg], tol.get(leg, lambda best: band)(key[leg](orders[leg][0]))) for leg in active}
+    zero = {'vector': floor, 'lexical': 0.0, 'recent': 0.0}   # for fusion='score': a leg's "nothing"
+    best = {leg: key[leg](orders[leg][0]) for leg in active}
+    def rel(leg, c):                                        # the score as a share of the leg's best above its zero
+        if leg == 'temporal': return 1.0                    # said within the time the query names: a yes/no
+        span = best[leg] - zero[leg]
+        return 1.0 if span <= 1e-12 else min(1.0, max(0.0, (key[leg](c) - zero[leg]) / span))
     out = []
     for c in cands:
         legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])
-        f = min(1.0, sum(1.0 / (k + r) for _, r in legs) / top)
+        if settings.fusion == 'score': f = sum(rel(leg, c) for leg, _ in legs) / len(active)
+        else: f = min(1.0, sum(1.0 / (k + r) for _, r in legs) / top)
         out.append(_candidate(c.item, c.relevance, c.cue, c.pools, c.lexical, c.timely, f, legs, c.initiative))
     return out
 

@@ -120,8 +120,8 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
         rel, src = s.components['relevance'], prov.get(c.id, ())
         scored.append(JointScore(c, s.components, {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0}, rel,
                                  s.kind, s.flashbulb, composite=s.total, source_of=src))
-    fused = any(c.fused is not None for c in merged)   # fused relevances are ranks already: only exact ties band
-    scored = _banded(scored, 0.0 if fused else settings.relevance_band)
+    fused = any(c.fused is not None for c in merged)   # relevances fused by rank: a step is real, only exact ties band
+    scored = _banded(scored, 0.0 if fused and settings.fusion == 'rrf' else settings.relevance_band)
     fb_ids = {s.id for s in scored if s.flashbulb}     # the source turn of a flashbulb fact fills the slot too
     if group is not None: scored = first_per_group(scored, group)
     if not flashbulb: return scored[:k]

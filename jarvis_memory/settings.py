@@ -49,7 +49,8 @@ class Settings:
     deixis_min_chars: int = 8          # S-5.2: shorter utterances get the previous exchange
     min_cosine: float = 0.3            # vector pool floor (S-5.4); for USE the 95th pct of unrelated pairs (bench/cosine_floor.py)
     pool_size: int = 20                # candidates per pool (newest, most important, nearest)
-    fusion: str = 'rrf'                # 'rrf': vector, BM25 and time legs fused by reciprocal rank (issue 13); 'none': cosine only
+    fusion: str = 'score'              # vector, BM25 and time legs fused by their scores, each relative to its leg's best
+                                       # (issue 13); 'rrf': by reciprocal rank; 'none': cosine only
     rrf_k: int = 60                    # RRF's constant (Cormack, Clarke & Buettcher 2009), not fitted here
     # S-6 scoring
     recall_k: int = 3                  # recall block items (S-8.1) when recall has no character budget
@@ -170,6 +171,6 @@ def _validate(s: Settings):
                         raise SettingsError(f"weights[{kind!r}][{c!r}] must be a number >= 0, got {w!r}")
             elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise SettingsError(f"{group}[{kind!r}] must be a number of days > 0, got {v!r}")
-    if s.fusion not in ('rrf', 'none'): raise SettingsError(f"fusion must be 'rrf' or 'none', got {s.fusion!r}")
+    if s.fusion not in ('rrf', 'score', 'none'): raise SettingsError(f"fusion must be 'rrf', 'score' or 'none', got {s.fusion!r}")
     if s.embedding_provider not in ('use', 'openai', 'hashing', 'none'):
         raise SettingsError(f"embedding_provider must be one of use, openai, hashing, none; got {s.embedding_provider!r}")
