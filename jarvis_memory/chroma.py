@@ -7,6 +7,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
 import contextlib, copy, dataclasses, functools, hashlib, logging, math, os, socket, threading, time, weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ class _Shared:
         self.write = threading.RLock()
         self.sort_keys: dict = {}          # collection id -> {item id: (created_at, importance, fetched_at)}
         self.mirrors: dict = {}            # collection id -> _Mirror (embedded mode)
+        self.used: OrderedDict = OrderedDict()   # collection ids of the mirrors, least recently read first
         self.path: Path | None = None      # the embedded store's directory (its mirror snapshots live there)
         self.unlinked: set = set()         # collection ids whose snapshot this process removed and has not rewritten
         self.deferring = 0                 # open `deferred` blocks: writes to Chroma wait (see "Writes that wait")
@@ -364,6 +366,20 @@ def _unsnap(shared: _Shared, key: str):
     except OSError as e: _log.warning("cannot remove the mirror snapshot %s (%s); its write sequence will mark it stale", f, e)
     shared.unlinked.add(key)
 
+def _current(m) -> bool: return m.on_disk and (m.lex is None or m.lex_on_disk)
+
+def _save_one(client, shared: _Shared, key: str, m) -> bool:
+    "Write the snapshot of mirror `m` (of collection `key`, no pending touches, its waiting writes settled); False if it cannot stand for Chroma."
+    col = client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction())
+    stamp = _stamp(shared.path, col) if str(col.id) == key else None
+    if stamp is None: return False
+    if stamp['rows'] != len(m):
+        _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); return False
+    for old in (shared.path / _SNAP_DIR).glob(f'{key}.bin.tmp*'): old.unlink(missing_ok=True)   # a crash while saving
+    with m.lock: m.save(_snap_file(shared.path, key), stamp)
+    shared.unlinked.discard(key)
+    return True
+
 def _save_mirrors(client, shared: _Shared) -> int:
     "Write the snapshot of every mirror whose file is not current (at close and `flush`); a failure is logged, never raised."
     n = 0
@@ -371,16 +387,8 @@ def _save_mirrors(client, shared: _Shared) -> int:
     with shared.write:
         _settle_all(shared)                       # (writes that wait go first: the stamp must see them)
         for key, m in list(shared.mirrors.items()):
-            if m.pending or (m.on_disk and (m.lex is None or m.lex_on_disk)): continue
-            try:
-                col = client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction())
-                stamp = _stamp(shared.path, col) if str(col.id) == key else None
-                if stamp is None: continue
-                if stamp['rows'] != len(m):
-                    _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); continue
-                for old in (shared.path / _SNAP_DIR).glob(f'{key}.bin.tmp*'): old.unlink(missing_ok=True)   # a crash while saving
-                with m.lock: m.save(_snap_file(shared.path, key), stamp)
-                shared.unlinked.discard(key); n += 1
+            if m.pending or _current(m): continue
+            try: n += _save_one(client, shared, key, m)
             except Exception as e: _log.warning("could not write the mirror snapshot of %s: %s", m.name, e)
     return n
 
@@ -421,8 +429,30 @@ def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror |
     if m is None:
         with self._shared.write:
             m = self._shared.mirrors.get(key)
-            if m is None: m = self._shared.mirrors[key] = self._load_mirror(c)
+            if m is None:
+                m = self._shared.mirrors[key] = self._load_mirror(c)
+                self._shared.used[key] = None
+                self._evict_mirrors(keep=key)
+    self._shared.used[key] = None; self._shared.used.move_to_end(key)
     return m
+
+@patch
+def _evict_mirrors(self: ChromaStore, keep: str):
+    "At most `settings.mirror_users` mirrors: drop the least recently read (deferred touches written, snapshot saved first)."
+    sh = self._shared
+    for key in list(sh.used):
+        if len(sh.mirrors) <= self.settings.mirror_users: return
+        m = sh.mirrors.get(key)
+        if m is None: sh.used.pop(key, None); continue
+        if key == keep or key in sh.deferred: continue          # the one being read; one whose writes wait
+        try:
+            if m.pending:
+                _unsnap(sh, key)
+                with m.lock: m.flush(self._client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction()))
+            if sh.path is not None and not _current(m): _save_one(self._client, sh, key, m)
+        except Exception as e:                                  # kept: its deferred touches must not be lost
+            _log.warning("could not write back the mirror of %s before dropping it (%s): kept", m.name, e); continue
+        sh.mirrors.pop(key, None); sh.used.pop(key, None)
 
 def _forget_mirror(shared: _Shared, col):
     "Drop the mirror of `col` after a failed write (it is reloaded on the next read); write its pending touches first."

@@ -81,6 +81,7 @@ class Settings:
     # storage
     path: str = '.jarvis_memory/chroma'   # embedded Chroma directory
     server_url: str = ''                  # e.g. http://127.0.0.1:8000 -> chromadb.HttpClient
+    mirror_users: int = 256               # users whose mirror an embedded store keeps in memory (least recently read dropped)
     team_dir: str = 'team'                # team/<agent>.yaml read policies
     cache_dir: str = '.jarvis_memory/cache'
     # embeddings (S-11.1): use | openai | hashing | none
@@ -143,7 +144,8 @@ def _set_path(d: dict, var: str, raw: str):
 
 def _validate(s: Settings):
     pos_int = ('stm_turns', 'working_notes_max', 'turn_chars', 'part_head_chars', 'query_chars', 'pool_size',
-               'recall_k', 'recall_cap', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k')
+               'recall_k', 'recall_cap', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k',
+               'mirror_users')
     nonneg_int = ('recall_chars', 'max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries')
     unit = ('min_cosine', 'flashbulb_importance', 'flashbulb_overlap', 'used_overlap', 'default_importance',
             'explicit_importance', 'extract_min_importance', 'interference_similarity', 'relevance_band')
