@@ -329,24 +329,27 @@ _SNAP_DIR = 'jarvis_mirror'
 
 def _snap_file(path: Path, key: str) -> Path: return path / _SNAP_DIR / f'{key}.bin'
 
-def _chroma_seq(path: Path, col_id: str) -> int | None:
-    "Chroma's write sequence number for a collection: the last log record its metadata segment applied (None if unreadable)."
+def _chroma_state(path: Path, col_id: str) -> tuple[int, int] | None:
+    "Chroma's write sequence number for a collection (the last log record its metadata segment applied) and that segment's row count; None if unreadable."
     import sqlite3
     try:
         con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
-        try: row = con.execute("SELECT s.seq_id FROM max_seq_id s JOIN segments g ON g.id = s.segment_id "
+        try: row = con.execute("SELECT s.seq_id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = g.id) "
+                               "FROM max_seq_id s JOIN segments g ON g.id = s.segment_id "
                                "WHERE g.collection = ? AND g.scope = 'METADATA'", (col_id,)).fetchone()
         finally: con.close()
     except sqlite3.Error as e:
         _log.warning("cannot read Chroma's write sequence at %s (%s): mirror snapshots are not used", path, e)
         return None
-    v = None if row is None else row[0]
-    return v if isinstance(v, int) and not isinstance(v, bool) else int.from_bytes(v, 'big') if isinstance(v, bytes) else None
+    if row is None: return None
+    v, rows = row
+    seq = v if isinstance(v, int) and not isinstance(v, bool) else int.from_bytes(v, 'big') if isinstance(v, bytes) else None
+    return None if seq is None or not isinstance(rows, int) else (seq, rows)
 
 def _stamp(path: Path, col) -> dict | None:
     "What a snapshot of `col` must say to stand in for it now: collection id and name, row count, write sequence."
-    seq = _chroma_seq(path, str(col.id))
-    return None if seq is None else {'collection': str(col.id), 'name': col.name, 'rows': col.count(), 'seq': seq}
+    st = _chroma_state(path, str(col.id))
+    return None if st is None else {'collection': str(col.id), 'name': col.name, 'rows': st[1], 'seq': st[0]}
 
 def _fsync_dir(d: Path):
     try:
