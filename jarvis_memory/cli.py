@@ -92,7 +92,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
            reader_limit:int=None, # read only this many questions (stratified over conversations and categories); default: all
            reader_arms:str='rag,turns+src', # the arms the reader reads (rag always: it is the base)
            format:str=None, # the benchmark's format when the file does not declare it: locomo, jarvis-benchmark/1
-           workers:int=0, # processes replaying and recalling conversations (0: one per CPU, at most 4; 1: this process only)
+           workers:int=1, # processes replaying and recalling conversations (1: this process only; 0: one per CPU, at most 4)
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
@@ -111,7 +111,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
             except LLMNotConfigured as e:     # an answer neither committed nor cached, and no endpoint: skip, in one line
                 why = (f"the committed reader answers ({', '.join(p.name for p in reader_answers())}) were read from other memory "
                        f"blocks than this run shows (recall changed since; bench/memtax_reader.py reads them again), and {e}"
-                       if reader_answers() and not settings.llm_base_url else str(e))
+                       if reader_answers() and not settings.llm_base_url and data is None else str(e))
                 print(f"jarvis-memory memtax: reader skipped: {why}", file=sys.stderr, flush=True)
                 return 3 if reader == 'on' else 0
             print('\n' + reader_text(res))
