@@ -395,16 +395,18 @@ def _save_mirrors(client, shared: _Shared) -> int:
             except Exception as e: _log.warning("could not write the mirror snapshot of %s: %s", m.name, e)
     return n
 
+def _write_back(shared: _Shared, m, client=None, col=None) -> int:
+    "Write mirror `m`'s deferred last_accessed values to Chroma (`col`, else its collection through `client`); its snapshot goes first."
+    if not m.pending: return 0
+    _unsnap(shared, m.key)                                  # a snapshot would hold the touches as never written
+    if col is None: col = client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction())
+    with m.lock: return m.flush(col)
+
 def _flush_all(client, shared: _Shared) -> int:
     "Write every mirror's deferred last_accessed values through `client` (at close)."
-    n = 0
     with shared.write:
         _settle_all(shared)
-        for m in list(shared.mirrors.values()):
-            if m.pending:
-                _unsnap(shared, m.key)
-                with m.lock: n += m.flush(client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction()))
-    return n
+        return sum(_write_back(shared, m, client) for m in list(shared.mirrors.values()))
 
 @patch
 def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
@@ -434,7 +436,6 @@ def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror |
             m = self._shared.mirrors.get(key)
             if m is None:
                 m = self._shared.mirrors[key] = self._load_mirror(c)
-                self._shared.used[key] = None
                 self._evict_mirrors(keep=key)
     self._shared.used[key] = None; self._shared.used.move_to_end(key)
     return m
@@ -449,9 +450,7 @@ def _evict_mirrors(self: ChromaStore, keep: str):
         if m is None: sh.used.pop(key, None); continue
         if key == keep or key in sh.deferred: continue          # the one being read; one whose writes wait
         try:
-            if m.pending:
-                _unsnap(sh, key)
-                with m.lock: m.flush(self._client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction()))
+            _write_back(sh, m, self._client)
             if sh.path is not None and not _current(m): _save_one(self._client, sh, key, m)
         except Exception as e:                                  # kept: its deferred touches must not be lost
             _log.warning("could not write back the mirror of %s before dropping it (%s): kept", m.name, e); continue
@@ -461,9 +460,7 @@ def _forget_mirror(shared: _Shared, col):
     "Drop the mirror of `col` after a failed write (it is reloaded on the next read); write its pending touches first."
     m = shared.mirrors.pop(str(col.id), None)
     if m is not None and m.pending:
-        try:
-            _unsnap(shared, m.key)
-            with m.lock: m.flush(col)
+        try: _write_back(shared, m, col=col)
         except Exception as e: _log.warning("lost %d deferred last_accessed updates of %s: %s", len(m.pending), col.name, e)
 
 @patch

@@ -194,8 +194,6 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
     emb = embedder if embedder is not None else cached(get_embedder(settings), settings.cache_dir)
     mem_arms = [a for a in arms if a in MEMORY_ARMS]
     fams = tuple(dict.fromkeys(MEMORY_ARMS[a] for a in mem_arms))
-    llm_given = llm
-    if 'turns' in fams and llm is None: llm = default_llm(settings)
     res = MemtaxResult(bench.name, arms, budget, getattr(emb, 'name', 'none'), bench=bench)
     res.skipped = list(notes)
     res.shown = {a: {} for a in arms}
@@ -208,7 +206,8 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
     if len(notes) > 20: print(f"  ... and {len(notes) - 20} more skipped", file=stream)
     convs = [(conv, bench.questions_for(conv.id)) for conv in bench.conversations]
     mem_jobs = [(conv, qs) for conv, qs in convs if fams and qs]
-    workers = _workers(workers, len(mem_jobs), embedder, llm_given, mem_arms)
+    workers = _workers(workers, len(mem_jobs), embedder, llm, mem_arms)
+    if 'turns' in fams and llm is None and workers <= 1: llm = default_llm(settings)   # (each worker builds its own)
     def merge(part: dict):
         for k, v in part['secs'].items(): secs[k] += v
         for a, recs in part['recalls'].items():

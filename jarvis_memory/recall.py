@@ -401,7 +401,7 @@ def _tied_ranks(order: list, score, tol: float) -> dict:
     return ranks
 
 def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]:
-    "Reciprocal-rank fusion of the vector, lexical and temporal legs over `candidates` (merged by id): each gets `fused` in 0..1 and its `legs` ranks."
+    "Fusion of the vector, lexical, temporal and recent legs over `candidates` (merged by id): each gets `fused` in 0..1 and its `legs` ranks; `settings.fusion` says how ('score': each leg's score as a share of its best, averaged; 'rrf': reciprocal ranks)."
     settings = _check_settings(settings)
     cands = _merge((None, c) for c in _candidates(candidates))
     floor, k = settings.min_cosine, settings.rrf_k
@@ -412,7 +412,6 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     orders = {leg: sorted((c for c in cands if member[leg](c)), key=lambda c, f=key[leg]: (-f(c), c.id)) for leg in LEGS}
     active = [leg for leg in LEGS if orders[leg]]
     if not active: return cands
-    top = sum(1.0 / (k + 1) for _ in active)
     band = settings.relevance_band                          # a leg's indistinguishable scores (cosine noise) share a rank
     tol = {'lexical': lambda best: band * best, 'recent': lambda best: 0.0}
     ranks = {leg: _tied_ranks(orders[leg], key[leg], tol.get(leg, lambda best: band)(key[leg](orders[leg][0]))) for leg in active}
@@ -426,7 +425,7 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     for c in cands:
         legs = tuple((leg, ranks[leg][c.id]) for leg in active if c.id in ranks[leg])
         if settings.fusion == 'score': f = sum(rel(leg, c) for leg, _ in legs) / len(active)
-        else: f = min(1.0, sum(1.0 / (k + r) for _, r in legs) / top)
+        else: f = min(1.0, sum(1.0 / (k + r) for _, r in legs) * (k + 1) / len(active))   # 1 = first in every active leg
         out.append(_candidate(c.item, c.relevance, c.cue, c.pools, c.lexical, c.timely, f, legs, c.initiative))
     return out
 
