@@ -29,7 +29,7 @@ from .embeddings import Embedder, EmbeddingError
 from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP,
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks)
-from .mirror import _Mirror, _FLUSH_N, SnapshotUnusable
+from .mirror import _Mirror, _FLUSH_N, _SMALL, SnapshotUnusable
 from .lexical import LexicalIndex, lexical_text
 from .language import recall_terms, case_variants
 
@@ -309,17 +309,22 @@ def _check_col(self: ChromaStore, col, user_id: str) -> _Col:
 def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
     "The user's collection, or None if the user has none (and `create` is False)."
     hit = self._cols.get(user_id)
-    if hit is not None and hit[1] == self._shared.generation: return self._waiting(hit[0])
+    if hit is not None and hit[1] == self._shared.generation:
+        if hit[0] is not None: return self._waiting(hit[0])
+        if not create: return None                        # known to have none (a user who never wrote: two lookups saved per read)
     cname = collection_name(user_id)
     try: col = self._client.get_collection(cname, embedding_function=self._ef())
     except NotFoundError:
         col = self._finish_migration(cname)
         if col is None:
-            if not create: return None
+            if not create:
+                if self.path is not None: self._cols[user_id] = (None, self._shared.generation)
+                return None
             name, dim = self._ident() if self.embedder is not None else ('none', 1)
             col = self._client.get_or_create_collection(cname, configuration=copy.deepcopy(HNSW_CONFIG),
                                                         embedding_function=self._ef(name, dim),
                                                         metadata=_col_meta(user_id, name, dim))
+            self._shared.generation += 1                  # every store's "no collection" answer for this user is stale
     c = self._check_col(col, user_id)
     if self.path is not None: self._cols[user_id] = (c, self._shared.generation)
     return self._waiting(c)
@@ -551,8 +556,11 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
                 if mir is not None:
                     with mir.lock:
                         mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
-                        if isinstance(c.col, _Deferred):  # Chroma has not got them yet: exact search reads these
-                            for it, v in zip(its[s:s+bs], vecs[s:s+bs]): mir.vec[mir.rn[it.id]] = v / max(float(np.linalg.norm(v)), 1e-30)
+                        wait = isinstance(c.col, _Deferred)   # Chroma has not got them yet: exact search reads these
+                        if wait or len(mir) <= self.settings.exact_rows:    # the mirror searches these rows itself
+                            for it, v, m in zip(its[s:s+bs], vecs[s:s+bs], metas[s:s+bs]):
+                                if m.get('has_vector'): mir.vec[mir.rn[it.id]] = v
+                        elif mir.vec.n > _SMALL: mir.vec.clear(); mir.gmat.clear()   # grown past it: Chroma's index searches
             key = str(c.col.id)                                # sort keys for `mirror=False` readers
             keys = self._shared.sort_keys.setdefault(key, {}) if mir is None else self._shared.sort_keys.get(key)
             now = time.monotonic()
@@ -661,6 +669,10 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
         return out if _proven(out, k, ids, dist, kq, min_cosine) else None
     with m.lock:
         ok = self._ok(scope, policy, pred, m)
+        if len(m) <= self.settings.exact_rows:           # few rows: one matrix product over the mirror's vectors, exact
+            if m.vec.missing: m.fetch_vectors(c.col)     # (once: after a start without a snapshot that held them)
+            allowed = [code for key, code in m.codes.items() if pred.group(key)]
+            return [(m.item(rn), cos) for rn, cos in m.nearest(q, allowed, ok, k)]
         small, large = m.split(pred)
         exact = None
         def top_small():                                 # small groups: every row, exactly (computed on demand)

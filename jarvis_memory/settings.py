@@ -82,6 +82,7 @@ class Settings:
     path: str = '.jarvis_memory/chroma'   # embedded Chroma directory
     server_url: str = ''                  # e.g. http://127.0.0.1:8000 -> chromadb.HttpClient
     mirror_users: int = 256               # users whose mirror an embedded store keeps in memory (least recently read dropped)
+    exact_rows: int = 20000               # a user with at most this many rows is searched exactly over mirrored vectors (0: always HNSW)
     team_dir: str = 'team'                # team/<agent>.yaml read policies
     cache_dir: str = '.jarvis_memory/cache'
     # embeddings (S-11.1): use | openai | hashing | none
@@ -146,7 +147,7 @@ def _validate(s: Settings):
     pos_int = ('stm_turns', 'working_notes_max', 'turn_chars', 'part_head_chars', 'query_chars', 'pool_size',
                'recall_k', 'recall_cap', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k',
                'mirror_users')
-    nonneg_int = ('recall_chars', 'max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries')
+    nonneg_int = ('recall_chars', 'max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries', 'exact_rows')
     unit = ('min_cosine', 'flashbulb_importance', 'flashbulb_overlap', 'used_overlap', 'default_importance',
             'explicit_importance', 'extract_min_importance', 'interference_similarity', 'relevance_band')
     for k in pos_int:

@@ -161,17 +161,18 @@ def same_hits(a, b, tol=1e-4):
 @settings(**SETTINGS)
 @given(spec=populations(n_min=10, n_max=45), flts=st.lists(filters(), min_size=1, max_size=4),
        ks=st.lists(st.integers(1, 12), min_size=1, max_size=3), floor=st.sampled_from([None, -1.0, 0.0, 0.2, 0.5]),
-       kq=st.sampled_from([(1, 2), (2, 4), (8, 256)]), small=st.sampled_from([0, 6, 2048]))
-def test_search_fast_path_equals_where_path(shared_path, monkeypatch, spec, flts, ks, floor, kq, small):
+       kq=st.sampled_from([(1, 2), (2, 4), (8, 256)]), small=st.sampled_from([0, 6, 2048]), exact=st.sampled_from([0, 20000]))
+def test_search_fast_path_equals_where_path(shared_path, monkeypatch, spec, flts, ks, floor, kq, small, exact):
     """Whenever the fast path answers (small k' so that it often cannot), it returns what the `where` query returns,
-    with and without a mirror, with small groups searched exactly or not; the where path is the reference."""
+    with and without a mirror, with small groups searched exactly or not, through Chroma's HNSW index (`exact_rows=0`)
+    or the mirror's exact search; the where path is the reference."""
     monkeypatch.setattr(C, '_FAST_K', {True: kq, False: kq})
     monkeypatch.setattr(M, '_SMALL', small)
     user = f"s-{uuid.uuid4().hex[:10]}"
     items = build(spec, user)
-    with ChromaStore(Settings(), EMB, team(), path=shared_path) as store:
+    with ChromaStore(Settings(exact_rows=exact), EMB, team(), path=shared_path) as store:
         store.put(items)
-        bare = ChromaStore(Settings(), EMB, team(), path=shared_path, mirror=False)
+        bare = ChromaStore(Settings(exact_rows=exact), EMB, team(), path=shared_path, mirror=False)
         try:
             for a, flt, k, q in itertools.product(AGENTS, flts, ks, ['서울 budget', 'tea 날씨 plan']):
                 s = MemoryScope(user, a)
@@ -186,12 +187,12 @@ def test_search_fast_path_equals_where_path(shared_path, monkeypatch, spec, flts
 
 
 def test_search_fast_path_answers_and_falls_back(tmp_path, monkeypatch):
-    "The three ways the fast path may answer, the fallback when it may not, and small groups searched exactly."
+    "Through Chroma's HNSW index (`exact_rows=0`): the three ways the fast path may answer, the fallback when it may not, and small groups searched exactly."
     monkeypatch.setattr(C, '_FAST_K', {True: (1, 4), False: (1, 4)})       # k' tiers 4, 16, 64 (< 100 rows)
     monkeypatch.setattr(M, '_SMALL', 0)                                     # every group through HNSW
     m, k = MemoryScope('u', 'main'), MemoryScope('u', 'karen')
     items = [MemoryItem.new(m if i % 2 else k, 'turn', f'서울 날씨 {i} ' + 'tea ' * (i % 5), id=f'x{i}', created_at=T0 + i) for i in range(100)]
-    with ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c') as store:
+    with ChromaStore(Settings(exact_rows=0), EMB, team(), path=tmp_path / 'c') as store:
         store.put(items)
         assert len(store.search(m, '서울 날씨', k=1)) == 1 and store.fallbacks == 0     # (a) k rows among the nearest
         assert [it.id for it, _ in store.search(m, '서울 날씨', k=3, filter=Filter(since=T0 + 98))] == ['x99']
@@ -205,6 +206,54 @@ def test_search_fast_path_answers_and_falls_back(tmp_path, monkeypatch):
         want = store.search(m, '서울 날씨', k=3, filter=Filter(since=T0 + 90))
         store._fast_search = True
         assert same_hits(store.search(m, '서울 날씨', k=3, filter=Filter(since=T0 + 90)), want) and store.fallbacks == 2
+
+
+def test_exact_search_needs_no_fallback_and_survives_restarts(tmp_path, monkeypatch):
+    """At most `exact_rows` rows: the mirror's exact search answers every filter (no fallback, even one readable row
+    in 100) with what the `where` query returns; after a restart from the snapshot (vectors in it), without one
+    (vectors read from Chroma once), after a rewrite with new text, and past `exact_rows` (HNSW again)."""
+    m = MemoryScope('u', 'main')
+    items = [MemoryItem.new(m if i % 2 else MemoryScope('u', 'karen'), 'turn', f'서울 날씨 {i} ' + 'tea ' * (i % 5), id=f'x{i}',
+                            created_at=T0 + i) for i in range(100)]
+    path = tmp_path / 'c'
+    reads = [(k, flt) for k in (1, 3, 60) for flt in (Filter(), Filter(since=T0 + 98), Filter(exclude_sources=['thought'], since=T0 + 50))]
+    def check(store):
+        for k, flt in reads:
+            store._fast_search = False                                 # the reference: Chroma's `where` query
+            want = store.search(m, '서울 날씨 tea', k=k, filter=flt)
+            store._fast_search, before = True, store.fallbacks
+            got = store.search(m, '서울 날씨 tea', k=k, filter=flt)
+            assert want and same_hits(got, want), (k, flt)
+            assert store.fallbacks == before, (k, flt)                 # answered without the clause
+    with ChromaStore(Settings(), EMB, team(), path=path) as store:
+        store.put(items)
+        mir = store._mirror(store._col('u'))
+        assert len(mir.vec) == 100 and not mir.vec.missing           # vectors came with put
+        check(store)
+    with ChromaStore(Settings(), EMB, team(), path=path) as store:   # from the snapshot
+        mir = store._mirror(store._col('u'))
+        assert len(mir.vec) == 100 and not mir.vec.missing
+        check(store)
+    for f in (path / C._SNAP_DIR).iterdir(): f.unlink()
+    with ChromaStore(Settings(), EMB, team(), path=path) as store:   # no snapshot: rows from Chroma, vectors on first search
+        mir = store._mirror(store._col('u'))
+        assert len(mir.vec) == 0 and len(mir.vec.missing) == 100
+        check(store)
+        assert len(mir.vec) == 100 and not mir.vec.missing
+        store.put([replace(items[1], content='부산 바다 여행')])       # rewritten: its old vector must not answer
+        store.put([replace(items[3], importance=0.9)])                # same text, new metadata: vector kept
+        assert [it.id for it, _ in store.search(m, '부산 바다 여행', k=1)] == ['x1']
+        check(store)
+    with ChromaStore(Settings(exact_rows=50), EMB, team(), path=path) as store:   # past exact_rows: Chroma's index again
+        store.put([MemoryItem.new(m, 'turn', f'extra {i}', id=f'y{i}', created_at=T0 + 200 + i) for i in range(3)])
+        mir = store._mirror(store._col('u'))
+        assert len(mir.vec) == 100                                     # (at most _SMALL vectors are kept past exact_rows)
+        monkeypatch.setattr(_Mirror, 'nearest', lambda *a, **k: pytest.fail("exact search past exact_rows"))
+        check(store)
+        monkeypatch.setattr(C, '_SMALL', 10)
+        store.put([MemoryItem.new(m, 'turn', 'one more', id='z', created_at=T0 + 300)])
+        assert len(mir.vec) == 0 and mir.vec.missing                   # more than _SMALL: dropped (refetched if needed)
+        check(store)
 
 
 # ----------------------------------------------------------------------------------------------- mirror == Chroma
