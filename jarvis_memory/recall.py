@@ -336,24 +336,38 @@ class Recall:
     def shown(self) -> list[MemoryItem]:
         "Every item the model sees, in block order (core facts first)."
         return [ln.item for ln in self.lines]
+    _made: tuple | None = field(default=None, init=False, repr=False, compare=False)   # (what it was made of, language, lines so far)
+
+    def _cache(self) -> tuple:
+        "The rendering state for the current `core` and `ranked` (made anew if either list was replaced or changed length)."
+        of = (id(self.core), len(self.core), id(self.ranked), len(self.ranked))
+        if self._made is None or self._made[0] != of:
+            self._made = (of, block_language([*self.core, *(s.item for s in self.ranked)]), [], set())
+        return self._made
     @property
     def language(self) -> str:
         "The language of the blocks' dates and role names, by the script of every memory they may show (`block_language`)."
-        return block_language([*self.core, *(s.item for s in self.ranked)])
+        return self._cache()[1]
     def all_lines(self) -> list[BlockLine]:
         "Core facts then every ranked item, uncut and in rank order: the block with no budget. A session's first line (by rank) carries its header."
         return list(self.iter_lines())
     def iter_lines(self):
-        "`all_lines` one at a time, each made when asked for: `fit_lines` stops at the budget, and so does the rendering."
-        lang, seen = self.language, set()
-        for it in self.core: yield BlockLine(it, block_line(it, lang), 'core')
-        for s in self.ranked:
-            key, text, head = session_key(s.item), block_line(s.item, lang), ''
-            if key is not None and key not in seen:
-                seen.add(key)
-                head = session_header(s.item.created_at, lang)
-                text = f"{head}\n{text}"
-            yield BlockLine(s.item, text, 'recall', s, head=head)
+        "`all_lines` one at a time, each made when first asked for (`fit_lines` stops at the budget, and so does the rendering), then kept."
+        _, lang, made, seen = self._cache()
+        yield from list(made)
+        n_core = len(self.core)
+        for j in range(len(made), n_core + len(self.ranked)):
+            if j < n_core: ln = BlockLine(self.core[j], block_line(self.core[j], lang), 'core')
+            else:
+                s = self.ranked[j - n_core]
+                key, text, head = session_key(s.item), block_line(s.item, lang), ''
+                if key is not None and key not in seen:
+                    seen.add(key)
+                    head = session_header(s.item.created_at, lang)
+                    text = f"{head}\n{text}"
+                ln = BlockLine(s.item, text, 'recall', s, head=head)
+            made.append(ln)
+            yield ln
     def blocks(self) -> dict:
         "Block name -> text, only the non-empty ones: `[핵심 사실]` then `[장기 기억]`."
         out = {}
