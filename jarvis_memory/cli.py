@@ -92,7 +92,7 @@ def memtax(data:str=None, # a benchmark file (its format declared inside, by --f
            reader_limit:int=None, # read only this many questions (stratified over conversations and categories); default: all
            reader_arms:str='rag,turns+src', # the arms the reader reads (rag always: it is the base)
            format:str=None, # the benchmark's format when the file does not declare it: locomo, jarvis-benchmark/1
-           workers:int=1, # processes replaying and recalling conversations (1: this process only; 0: one per CPU, at most 4)
+           workers:int=0, # processes replaying and recalling conversations (0: one per CPU, at most 4; 1: this process only)
           ):
     "The Memory Tax evaluation (S-12.3): each arm vs naive RAG under one character budget; prints the table, writes reports."
     from jarvis_memory.memtax import run_memtax
