@@ -310,13 +310,20 @@ def item(self: _Mirror, rn: int) -> MemoryItem:
     return it
 
 @patch
+def in_groups(self: _Mirror, rows, codes) -> np.ndarray:
+    "For each row of `rows` (row numbers or a slice): is its group among `codes`? (a table lookup: `np.isin` sorts, per call)"
+    table = np.zeros(len(self.codes) + 1, bool)             # the last entry answers gcode -1 (a gone row): False
+    table[list(codes)] = True
+    return table[self.gcode[rows]]
+
+@patch
 def passing(self: _Mirror, rns: list, pred: ReadClause, ok, limit=None, codes=None) -> list:
     "The row numbers among `rns` (None: no row) whose group `pred` allows (or in `codes`) and that pass `ok`, in order, at most `limit`."
     allowed = codes if codes is not None else [c for key, c in self.codes.items() if pred.group(key)]
     rns = [rn for rn in rns if rn is not None]
     if not allowed or not rns: return []
     out = []
-    for rn, yes in zip(rns, np.isin(self.gcode[np.asarray(rns)], allowed).tolist()):
+    for rn, yes in zip(rns, self.in_groups(np.asarray(rns), allowed).tolist()):
         if limit is not None and len(out) >= limit: break
         if yes and ok(rn): out.append(rn)
     return out
@@ -371,7 +378,7 @@ def nearest(self: _Mirror, q: np.ndarray, codes: list, ok, k: int) -> list:
     n = min(len(self.ids), len(V.mat))
     qn = np.asarray(q, dtype=np.float32) / float(np.linalg.norm(q))
     sims = _dots(V.mat[:n], qn)
-    live = np.flatnonzero(V.has[:n] & np.isin(self.gcode[:n], codes))
+    live = np.flatnonzero(V.has[:n] & self.in_groups(slice(0, n), codes))
     if not live.size: return []
     s = sims[live]
     out, want = [], max(4 * k, 64)                          # the best `want` sorted first; more only if `ok` refuses many
@@ -430,7 +437,7 @@ def keyword(self: _Mirror, pred: ReadClause, terms: list, ok, limit=None) -> lis
                                   and any(t in self.docs[rn] for t in terms)), dtype=np.int64))
         parts.append(np.fromiter(self.short, dtype=np.int64))   # one-character documents have no bigram
         cand = _uniq(np.concatenate(parts))
-    cand = cand[np.isin(self.gcode[cand], allowed)]
+    cand = cand[self.in_groups(cand, allowed)]
     return self._newest(cand, lambda rn: any(t in self.docs[rn] for t in terms) and ok(rn), limit)
 
 @patch
