@@ -671,8 +671,7 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
         ok = self._ok(scope, policy, pred, m)
         if len(m) <= self.settings.exact_rows:           # few rows: one matrix product over the mirror's vectors, exact
             if m.vec.missing: m.fetch_vectors(c.col)     # (once: after a start without a snapshot that held them)
-            allowed = [code for key, code in m.codes.items() if pred.group(key)]
-            return [(m.item(rn), cos) for rn, cos in m.nearest(q, allowed, ok, k)]
+            return [(m.item(rn), cos) for rn, cos in m.nearest(q, pred, ok, k)]
         small, large = m.split(pred)
         exact = None
         def top_small():                                 # small groups: every row, exactly (computed on demand)

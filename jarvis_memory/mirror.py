@@ -310,6 +310,11 @@ def item(self: _Mirror, rn: int) -> MemoryItem:
     return it
 
 @patch
+def allowed(self: _Mirror, pred: ReadClause) -> list:
+    "The codes of the groups `pred` allows (whole groups: layer, agent, source, active)."
+    return [c for key, c in self.codes.items() if pred.group(key)]
+
+@patch
 def in_groups(self: _Mirror, rows, codes) -> np.ndarray:
     "For each row of `rows` (row numbers or a slice): is its group among `codes`? (a table lookup: `np.isin` sorts, per call)"
     table = np.zeros(len(self.codes) + 1, bool)             # the last entry answers gcode -1 (a gone row): False
@@ -319,7 +324,7 @@ def in_groups(self: _Mirror, rows, codes) -> np.ndarray:
 @patch
 def passing(self: _Mirror, rns: list, pred: ReadClause, ok, limit=None, codes=None) -> list:
     "The row numbers among `rns` (None: no row) whose group `pred` allows (or in `codes`) and that pass `ok`, in order, at most `limit`."
-    allowed = codes if codes is not None else [c for key, c in self.codes.items() if pred.group(key)]
+    allowed = codes if codes is not None else self.allowed(pred)
     rns = [rn for rn in rns if rn is not None]
     if not allowed or not rns: return []
     out = []
@@ -370,10 +375,10 @@ def fetch_vectors(self: _Mirror, col, rns=None):
     self.vec.missing.difference_update(rns)                  # (a row the backend had no vector for is not asked again)
 
 @patch
-def nearest(self: _Mirror, q: np.ndarray, codes: list, ok, k: int) -> list:
-    "Exact search: (row number, cosine) of the `k` rows nearest `q` among the groups `codes` that pass `ok`, best first."
+def nearest(self: _Mirror, q: np.ndarray, pred: ReadClause, ok, k: int) -> list:
+    "Exact search: (row number, cosine) of the `k` rows nearest `q` among the groups `pred` allows that pass `ok`, best first."
     "One matrix-vector product over every vector held (callers fetch the `missing` ones first)."
-    V = self.vec
+    V, codes = self.vec, self.allowed(pred)
     if not V.n or not codes: return []
     n = min(len(self.ids), len(V.mat))
     qn = np.asarray(q, dtype=np.float32) / float(np.linalg.norm(q))
@@ -422,7 +427,7 @@ def select(self: _Mirror, pred: ReadClause, ok, order_by='created_at', descendin
 @patch
 def keyword(self: _Mirror, pred: ReadClause, terms: list, ok, limit=None) -> list:
     "Row numbers of allowed rows containing any of `terms` that pass `ok`, newest first, at most `limit`."
-    allowed = [c for key, c in self.codes.items() if pred.group(key)]
+    allowed = self.allowed(pred)
     if not allowed or limit == 0: return []
     n, parts = len(self.ids), []
     for t in terms:
@@ -471,7 +476,7 @@ def lexicon(self: _Mirror) -> LexicalIndex:
 @patch
 def lexical(self: _Mirror, pred: ReadClause, query: str, ok, k: int) -> list:
     "`(row number, BM25 score)` of the `k` best allowed rows for `query` that pass `ok`, best first (the read clause decides, S-1.6)."
-    allowed = {c for key, c in self.codes.items() if pred.group(key)}
+    allowed = set(self.allowed(pred))
     if not allowed: return []
     def allow(i):
         rn = self.rn.get(i)
