@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import contextlib, copy, dataclasses, functools, hashlib, logging, math, os, socket, threading, time, weakref
+import base64, contextlib, copy, dataclasses, functools, hashlib, json, logging, math, os, socket, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +106,9 @@ class _Shared:
         self.unlinked: set = set()         # collection ids whose snapshot this process removed and has not rewritten
         self.deferring = 0                 # open `deferred` blocks: writes to Chroma wait (see "Writes that wait")
         self.deferred: dict = {}           # collection id -> _Deferred, its waiting writes
+        self.waits = threading.RLock()     # every _Deferred of this location and the journal: one lock
+        self.behind = 0                    # settings.write_behind of the store that opened the journal (0: none)
+        self.journal: _Journal | None = None   # writes waiting outside blocks, on disk until Chroma has them
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -140,11 +143,204 @@ def _release(sh: _Shared):
         sh.refs -= 1
         if sh.refs > 0: return
         _REGISTRY.pop(sh.key, None)
+        if sh.journal is not None: sh.journal.close()
         if sh.file_lock is not None:
             try:
                 if sh.pid_file is not None: sh.pid_file.unlink(missing_ok=True)
             except OSError: pass
             sh.file_lock.release(force=True)
+
+# %% ../nbs/05_chroma.ipynb #81069387
+_SNAP_DIR = 'jarvis_mirror'                    # the mirrors' snapshots and the journal, beside Chroma's files
+
+def _journal_file(path: Path) -> Path: return path / _SNAP_DIR / 'writes.jsonl'
+
+def _plain(o):
+    if isinstance(o, np.generic): return o.item()
+    raise TypeError(f"{type(o).__name__} in a row's metadata cannot be journaled")
+
+class _Journal:
+    "Writes waiting outside `deferred` blocks, one JSON line per call, in the file before the call returns; removed once Chroma has them all."
+    def __init__(self, file: Path): self.file, self.f = file, None
+
+    def append(self, col, op: str, ids, documents=None, embeddings=None, metadatas=None):
+        rec = {'c': str(col.id), 'n': col.name, 'op': op, 'ids': list(ids)}
+        if documents is not None: rec['docs'] = list(documents)
+        if metadatas is not None: rec['metas'] = list(metadatas)
+        if embeddings is not None:
+            e = np.asarray(embeddings, dtype='<f4')
+            rec['dim'], rec['vecs'] = int(e.shape[1]), base64.b64encode(e.tobytes()).decode('ascii')
+        line = json.dumps(rec, ensure_ascii=False, separators=(',', ':'), default=_plain) + '\n'
+        if self.f is None:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            self.f = open(os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 'a', encoding='utf-8')
+        self.f.write(line); self.f.flush()        # in the OS's hands: a killed process loses nothing it returned from
+
+    def clear(self):
+        "Chroma holds every journaled write: the file goes, and the text in it."
+        self.close(); self.file.unlink(missing_ok=True)
+
+    def drop(self, col_id: str):
+        "Forget the records of one collection (Chroma refused its writes: they are gone from the mirror too)."
+        self.close()
+        if not self.file.exists(): return
+        keep = [ln for ln in self.file.read_text(encoding='utf-8').splitlines(keepends=True)
+                if ln.endswith('\n') and not ln.startswith('{"c":' + json.dumps(col_id) + ',')]
+        tmp = self.file.with_name(self.file.name + '.tmp')
+        tmp.write_text(''.join(keep), encoding='utf-8'); os.replace(tmp, self.file)
+
+    def close(self):
+        if self.f is not None: self.f.close(); self.f = None
+
+    @staticmethod
+    def read(file: Path) -> tuple[list, int]:
+        "The records of a journal file and how many lines were unreadable; a last line without its newline (the write in flight) is dropped."
+        text = file.read_bytes().decode('utf-8', errors='replace')
+        lines = text.split('\n')
+        recs, bad = [], 0
+        for ln in lines[:-1]:                     # (the last piece: '' after a complete file, else the write in flight)
+            try:
+                r = json.loads(ln)
+                ok = (isinstance(r, dict) and r.get('op') in ('upsert', 'update', 'delete') and isinstance(r.get('c'), str)
+                      and isinstance(r.get('n'), str) and isinstance(r.get('ids'), list))
+                if ok and 'vecs' in r:
+                    r['vecs'] = np.frombuffer(base64.b64decode(r['vecs']), dtype='<f4').reshape(len(r['ids']), int(r['dim']))
+            except (ValueError, TypeError, KeyError): ok = False
+            if ok: recs.append(r)
+            else: bad += 1
+        return recs, bad
+
+class _Deferred:
+    "A user collection whose upserts, updates and deletes by id wait (merged per id) until `settle`; any other call settles first."
+    def __init__(self, col, shared: _Shared):
+        self.raw, self.shared, self.lock = col, shared, shared.waits
+        self.rows: dict = {}                      # id -> [kind, document, vector, metadata, delete first]
+
+    def __getattr__(self, name):                  # id, name, metadata as they are; a call (get, query, count, ...) settles first
+        a = getattr(self.raw, name)
+        if callable(a): self.settle()
+        return a
+
+    def _now(self) -> bool:
+        "Outside every `deferred` block and without a journal (a collection handed out inside a block, used after it): write through."
+        if self.shared.deferring or self.shared.behind: return False
+        self.settle(); return True
+
+    def _log(self, op: str, ids, documents=None, embeddings=None, metadatas=None):
+        "A write outside blocks goes to the journal before it waits (inside a block it is the block's, lost with it)."
+        j = self.shared.journal
+        if j is not None and not self.shared.deferring: j.append(self.raw, op, ids, documents, embeddings, metadatas)
+
+    def _due(self):
+        "Outside blocks: once `behind` rows wait (all users), Chroma gets them all (callers hold `shared.write`)."
+        sh = self.shared
+        if sh.behind and not sh.deferring and sum(len(d.rows) for d in list(sh.deferred.values())) >= sh.behind:
+            with sh.write: _settle_all(sh)
+
+    def upsert(self, ids, documents, embeddings, metadatas):
+        if self._now(): return self.raw.upsert(ids=ids, documents=documents, embeddings=embeddings, metadatas=metadatas)
+        with self.lock:
+            self._log('upsert', ids, documents, embeddings, metadatas)
+            for i, d, e, m in zip(ids, documents, embeddings, metadatas):
+                p = self.rows.get(i)
+                gone = p is not None and p[0] == 'delete'
+                self.rows[i] = ['upsert', d, np.asarray(e, dtype=np.float32), {**(p[3] if p and not gone else {}), **m},
+                                gone or bool(p and p[4])]
+        self._due()
+
+    def update(self, ids, metadatas, embeddings=None):
+        if self._now(): return self.raw.update(ids=ids, metadatas=metadatas, **({} if embeddings is None else {'embeddings': embeddings}))
+        with self.lock:
+            self._log('update', ids, None, embeddings, metadatas)
+            for j, (i, m) in enumerate(zip(ids, metadatas)):
+                p, e = self.rows.get(i), None if embeddings is None else np.asarray(embeddings[j], dtype=np.float32)
+                if p is None: self.rows[i] = ['update', None, e, dict(m), False]
+                elif p[0] != 'delete':                # (an update of a deleted row: Chroma ignores it too)
+                    p[3] = {**p[3], **m}
+                    if e is not None: p[2] = e
+        self._due()
+
+    def delete(self, ids=None, **kw):
+        if kw or ids is None or self._now(): self.settle(); return self.raw.delete(ids=ids, **kw)
+        with self.lock:
+            self._log('delete', ids)
+            for i in ids: self.rows[i] = ['delete', None, None, None, False]
+        self._due()
+
+    def vectors(self, ids) -> dict:
+        "`{id: vector}` of the rows among `ids` whose vector waits here (an upsert, or an update that brings one)."
+        with self.lock: return {i: r[2] for i in ids if (r := self.rows.get(i)) is not None and r[2] is not None}
+
+    def settle(self) -> int:
+        "Send the waiting writes: deletes (and ids rewritten after one), then upserts, then updates. Returns how many rows."
+        err = None
+        with self.lock:
+            rows, self.rows = self.rows, {}
+            try: self._send(rows)
+            except BaseException as e:
+                err = e                               # (no restart brings the refused writes back)
+                if self.shared.journal is not None: self.shared.journal.drop(str(self.raw.id))
+            else: _sent(self.shared)
+        if err is not None:                           # as a refused write without a block: the mirror is read again
+            _forget_mirror(self.shared, self.raw); raise err
+        return len(rows)
+
+    def _send(self, rows: dict):
+        col = self.raw
+        for ch in _chunks([i for i, r in rows.items() if r[0] == 'delete' or r[4]], _CHUNK): col.delete(ids=ch)
+        ups = [(i, r) for i, r in rows.items() if r[0] == 'upsert']
+        for ch in _chunks(ups, _CHUNK):
+            col.upsert(ids=[i for i, _ in ch], documents=[r[1] for _, r in ch], embeddings=np.stack([r[2] for _, r in ch]),
+                       metadatas=[r[3] for _, r in ch])
+        for vec in (False, True):
+            upd = [(i, r) for i, r in rows.items() if r[0] == 'update' and (r[2] is not None) == vec]
+            for ch in _chunks(upd, _CHUNK):
+                col.update(ids=[i for i, _ in ch], metadatas=[r[3] for _, r in ch],
+                           **({'embeddings': np.stack([r[2] for _, r in ch])} if vec else {}))
+
+def _sent(shared: _Shared):
+    "After a send: once no write waits anywhere, the journal has nothing Chroma lacks."
+    if shared.journal is not None and not any(d.rows for d in list(shared.deferred.values())): shared.journal.clear()
+
+def _settle_all(shared: _Shared) -> int:
+    "Send every collection's waiting writes (callers hold `shared.write`)."
+    n = sum(d.settle() for d in list(shared.deferred.values()))
+    if not shared.deferring and not shared.behind: shared.deferred.clear()
+    return n
+
+def _replay(client, shared: _Shared) -> int:
+    "At open: send the writes a killed process left in the journal, in their order and merged as they were; then remove it."
+    f = _journal_file(shared.path) if shared.path is not None else None
+    if f is None or not f.exists(): return 0
+    recs, bad = _Journal.read(f)
+    gone, n = set(), 0
+    shared.deferring += 1                          # (replayed writes wait, merged, and go out together)
+    try:
+        for r in recs:
+            d = shared.deferred.get(r['c'])
+            if d is None and r['c'] not in gone:
+                try: col = client.get_collection(r['n'], embedding_function=JarvisEmbeddingFunction())
+                except NotFoundError: col = None
+                if col is None or str(col.id) != r['c']: gone.add(r['c'])      # dropped (drop_user) after the write
+                else: d = shared.deferred[r['c']] = _Deferred(col, shared)
+            if d is None: continue
+            if r['op'] == 'upsert': d.upsert(r['ids'], r['docs'], r['vecs'], r['metas'])
+            elif r['op'] == 'update': d.update(r['ids'], r['metas'], r.get('vecs'))
+            else: d.delete(r['ids'])
+        n = sum(len(d.rows) for d in shared.deferred.values())
+        _settle_all(shared)
+    except Exception as e:
+        raise StoreUnavailable(f"the write journal {f} (writes that had not reached Chroma when a process stopped) could not "
+                               f"be applied: {type(e).__name__}: {e}; the store opens without them once the file is moved aside") from e
+    finally:
+        shared.deferring -= 1
+        shared.deferred.clear()
+    f.unlink(missing_ok=True)
+    (_log.warning if bad else _log.info)("applied %d journaled writes of %d rows at %s%s", len(recs), n, shared.path,
+                                         f"; {bad} unreadable lines skipped" if bad else '')
+    return n
+
+
 
 # %% ../nbs/05_chroma.ipynb #dd9ce473
 _DEFAULT = object()
@@ -232,7 +428,12 @@ class ChromaStore:
         except OSError as e: raise StoreError(f"cannot create store directory {p}: {e}") from None
         self.path, self.server_url, self.location = p.resolve(), None, str(p)
         self._shared = _acquire('path:' + str(self.path), self.path)
-        try: self._client = chromadb.PersistentClient(path=str(self.path), settings=_chroma_settings())
+        try:
+            self._client = chromadb.PersistentClient(path=str(self.path), settings=_chroma_settings())
+            with self._shared.write:
+                if self._shared.journal is None: _replay(self._client, self._shared)   # a crash's waiting writes (below)
+                if self._use_mirror and self.settings.write_behind and self._shared.journal is None:
+                    self._shared.behind, self._shared.journal = self.settings.write_behind, _Journal(_journal_file(self.path))
         except Exception as e:
             _release(self._shared)
             raise StoreUnavailable(f"cannot open the Chroma store at {p}: {type(e).__name__}: {e}") from None
@@ -330,8 +531,6 @@ def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
     return self._waiting(c)
 
 # %% ../nbs/05_chroma.ipynb #905b6693
-_SNAP_DIR = 'jarvis_mirror'
-
 def _snap_file(path: Path, key: str) -> Path: return path / _SNAP_DIR / f'{key}.bin'
 
 def _chroma_state(path: Path, col_id: str) -> tuple[int, int] | None:
@@ -453,8 +652,10 @@ def _evict_mirrors(self: ChromaStore, keep: str):
         if len(sh.mirrors) <= self.settings.mirror_users: return
         m = sh.mirrors.get(key)
         if m is None: sh.used.pop(key, None); continue
-        if key == keep or key in sh.deferred: continue          # the one being read; one whose writes wait
+        d = sh.deferred.get(key)
+        if key == keep or (d is not None and d.rows and sh.deferring): continue   # the one being read; one whose block is open
         try:
+            if d is not None and d.rows: d.settle()             # journaled writes: Chroma gets them before the mirror goes
             _write_back(sh, m, self._client)
             if sh.path is not None and not _current(m): _save_one(self._client, sh, key, m)
         except Exception as e:                                  # kept: its deferred touches must not be lost
@@ -556,7 +757,7 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
                 if mir is not None:
                     with mir.lock:
                         mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
-                        wait = isinstance(c.col, _Deferred)   # Chroma has not got them yet: exact search reads these
+                        wait = isinstance(c.col, _Deferred) and self._shared.deferring > 0   # a block's rows: exact search reads these
                         if wait or len(mir) <= self.settings.exact_rows:    # the mirror searches these rows itself
                             for it, v, m in zip(its[s:s+bs], vecs[s:s+bs], metas[s:s+bs]):
                                 if m.get('has_vector'): mir.vec[mir.rn[it.id]] = v
@@ -985,7 +1186,7 @@ def delete(self: ChromaStore, scope: MemoryScope, ids, *, user_request: bool = F
     ids = _check_ids(ids)
     with self._shared.write:
         c, rows = self._changeable_rows(scope, ids, None, user_request)
-        return self._delete(c, list(rows)) if rows else 0
+        return self._forgotten(c, list(rows), user_request)
 
 @patch
 @_guarded
@@ -994,7 +1195,14 @@ def delete_where(self: ChromaStore, scope: MemoryScope, filter: Filter, *, user_
     if not isinstance(filter, Filter): raise StoreError(f"delete_where needs a Filter, got {type(filter).__name__}")
     with self._shared.write:
         c, rows = self._changeable_rows(scope, None, filter, user_request)
-        return self._delete(c, list(rows)) if rows else 0
+        return self._forgotten(c, list(rows), user_request)
+
+@patch
+def _forgotten(self: ChromaStore, c, rows: list, user_request: bool) -> int:
+    "Delete `rows`; a user's own request also sends what waits, so the journal (which may hold their text) goes now."
+    n = self._delete(c, rows) if rows else 0
+    if n and user_request and not self._shared.deferring: _settle_all(self._shared)
+    return n
 
 @patch
 @_guarded
@@ -1007,7 +1215,7 @@ def drop_user(self: ChromaStore, user_id: str) -> int:
         n = c.col.count()
         key = str(c.col.id)
         _unsnap(self._shared, key)
-        self._shared.mirrors.pop(key, None); self._shared.sort_keys.pop(key, None)
+        self._shared.mirrors.pop(key, None); self._shared.sort_keys.pop(key, None); self._shared.deferred.pop(key, None)
         for name in (c.col.name, c.col.name + '-next'):
             try: self._client.delete_collection(name)
             except NotFoundError: pass
@@ -1016,84 +1224,10 @@ def drop_user(self: ChromaStore, user_id: str) -> int:
         return n
 
 # %% ../nbs/05_chroma.ipynb #d3e2873c
-class _Deferred:
-    "A user collection whose upserts, updates and deletes by id wait (merged per id) until `settle`; any other call settles first."
-    def __init__(self, col, shared: _Shared):
-        self.raw, self.shared, self.lock = col, shared, threading.RLock()
-        self.rows: dict = {}                      # id -> [kind, document, vector, metadata, delete first]
-
-    def __getattr__(self, name):                  # id, name, metadata as they are; a call (get, query, count, ...) settles first
-        a = getattr(self.raw, name)
-        if callable(a): self.settle()
-        return a
-
-    def _now(self) -> bool:
-        "Outside every `deferred` block (a collection handed out inside one, used after it): write through."
-        if self.shared.deferring: return False
-        self.settle(); return True
-
-    def upsert(self, ids, documents, embeddings, metadatas):
-        if self._now(): return self.raw.upsert(ids=ids, documents=documents, embeddings=embeddings, metadatas=metadatas)
-        with self.lock:
-            for i, d, e, m in zip(ids, documents, embeddings, metadatas):
-                p = self.rows.get(i)
-                gone = p is not None and p[0] == 'delete'
-                self.rows[i] = ['upsert', d, np.asarray(e, dtype=np.float32), {**(p[3] if p and not gone else {}), **m},
-                                gone or bool(p and p[4])]
-
-    def update(self, ids, metadatas, embeddings=None):
-        if self._now(): return self.raw.update(ids=ids, metadatas=metadatas, **({} if embeddings is None else {'embeddings': embeddings}))
-        with self.lock:
-            for j, (i, m) in enumerate(zip(ids, metadatas)):
-                p, e = self.rows.get(i), None if embeddings is None else np.asarray(embeddings[j], dtype=np.float32)
-                if p is None: self.rows[i] = ['update', None, e, dict(m), False]
-                elif p[0] != 'delete':                # (an update of a deleted row: Chroma ignores it too)
-                    p[3] = {**p[3], **m}
-                    if e is not None: p[2] = e
-
-    def delete(self, ids=None, **kw):
-        if kw or ids is None or self._now(): self.settle(); return self.raw.delete(ids=ids, **kw)
-        with self.lock:
-            for i in ids: self.rows[i] = ['delete', None, None, None, False]
-
-    def vectors(self, ids) -> dict:
-        "`{id: vector}` of the rows among `ids` whose vector waits here (an upsert, or an update that brings one)."
-        with self.lock: return {i: r[2] for i in ids if (r := self.rows.get(i)) is not None and r[2] is not None}
-
-    def settle(self) -> int:
-        "Send the waiting writes: deletes (and ids rewritten after one), then upserts, then updates. Returns how many rows."
-        err = None
-        with self.lock:
-            rows, self.rows = self.rows, {}
-            try: self._send(rows)
-            except BaseException as e: err = e
-        if err is not None:                           # as a refused write without a block: the mirror is read again
-            _forget_mirror(self.shared, self.raw); raise err
-        return len(rows)
-
-    def _send(self, rows: dict):
-        col = self.raw
-        for ch in _chunks([i for i, r in rows.items() if r[0] == 'delete' or r[4]], _CHUNK): col.delete(ids=ch)
-        ups = [(i, r) for i, r in rows.items() if r[0] == 'upsert']
-        for ch in _chunks(ups, _CHUNK):
-            col.upsert(ids=[i for i, _ in ch], documents=[r[1] for _, r in ch], embeddings=np.stack([r[2] for _, r in ch]),
-                       metadatas=[r[3] for _, r in ch])
-        for vec in (False, True):
-            upd = [(i, r) for i, r in rows.items() if r[0] == 'update' and (r[2] is not None) == vec]
-            for ch in _chunks(upd, _CHUNK):
-                col.update(ids=[i for i, _ in ch], metadatas=[r[3] for _, r in ch],
-                           **({'embeddings': np.stack([r[2] for _, r in ch])} if vec else {}))
-
-def _settle_all(shared: _Shared) -> int:
-    "Send every collection's waiting writes (callers hold `shared.write`)."
-    n = sum(d.settle() for d in list(shared.deferred.values()))
-    if not shared.deferring: shared.deferred.clear()
-    return n
-
 @patch
 def _waiting(self: ChromaStore, c: _Col) -> _Col:
-    "`c` with a collection whose writes wait, inside a `deferred` block of this location; else `c`."
-    if not self._shared.deferring or isinstance(c.col, _Deferred): return c
+    "`c` with a collection whose writes wait, inside a `deferred` block of this location or with its journal; else `c`."
+    if not (self._shared.deferring or self._shared.behind) or isinstance(c.col, _Deferred): return c
     d = self._shared.deferred.get(str(c.col.id))
     if d is None: d = self._shared.deferred[str(c.col.id)] = _Deferred(c.col, self._shared)
     return dataclasses.replace(c, col=d)

@@ -83,6 +83,7 @@ class Settings:
     server_url: str = ''                  # e.g. http://127.0.0.1:8000 -> chromadb.HttpClient
     mirror_users: int = 256               # users whose mirror an embedded store keeps in memory (least recently read dropped)
     exact_rows: int = 20000               # a user with at most this many rows is searched exactly over mirrored vectors (0: always HNSW)
+    write_behind: int = 32                # rows that may wait in the write journal before Chroma gets them together (0: every write at once)
     team_dir: str = 'team'                # team/<agent>.yaml read policies
     cache_dir: str = '.jarvis_memory/cache'
     # embeddings (S-11.1): use | openai | hashing | none
@@ -147,7 +148,7 @@ def _validate(s: Settings):
     pos_int = ('stm_turns', 'working_notes_max', 'turn_chars', 'part_head_chars', 'query_chars', 'pool_size',
                'recall_k', 'recall_cap', 'budget_chars', 'consolidate_batch', 'procedure_min_success', 'rrf_k',
                'mirror_users')
-    nonneg_int = ('recall_chars', 'max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries', 'exact_rows')
+    nonneg_int = ('recall_chars', 'max_parts', 'deixis_min_chars', 'core_facts', 'embedding_dim', 'llm_retries', 'exact_rows', 'write_behind')
     unit = ('min_cosine', 'flashbulb_importance', 'flashbulb_overlap', 'used_overlap', 'default_importance',
             'explicit_importance', 'extract_min_importance', 'interference_similarity', 'relevance_band')
     for k in pos_int:

@@ -1,9 +1,10 @@
-"""Writes that wait (`ChromaStore.deferred`, nbs/05_chroma.ipynb, issue 15 item 2).
+"""Writes that wait (`ChromaStore.deferred` and the write journal, nbs/05_chroma.ipynb, issue 15 item 2).
 
-Inside a `deferred` block writes reach the mirror at once and Chroma together when the block ends. What must hold:
-any mix of writes and reads leaves Chroma exactly as the same writes without a block; reads inside the block see
-every write; a process killed inside a block loses that block's writes and nothing else, and a consolidation killed
-that way is redone by the next one."""
+Inside a `deferred` block writes reach the mirror at once and Chroma together when the block ends; outside blocks an
+embedded store's writes wait in the journal until `write_behind` rows wait. What must hold: any mix of writes and
+reads leaves Chroma exactly as the same writes sent one by one (`write_behind=0`, no block); reads see every write;
+a process killed inside a block loses that block's writes and nothing else, a process killed outside blocks loses
+nothing it was told was written, and a consolidation killed inside its block is redone by the next one."""
 from __future__ import annotations
 import os, signal, subprocess, sys, tempfile, textwrap
 from pathlib import Path
@@ -27,7 +28,8 @@ T0 = 1.7e9
 
 
 def raw_rows(s: ChromaStore) -> dict:
-    "Every row of dana's collection as Chroma holds it: {id: (document, metadata, embedding)}."
+    "Every row of dana's collection as Chroma holds it once nothing waits: {id: (document, metadata, embedding)}."
+    s.flush()
     r = s._client.get_collection(collection_name('dana')).get(include=['documents', 'metadatas', 'embeddings'])
     return {i: (d, m, np.round(np.asarray(e, dtype=np.float64), 6).tolist()) for i, d, m, e in
             zip(r['ids'], r['documents'], r['metadatas'], r['embeddings'])}
@@ -64,25 +66,29 @@ def apply(s: ChromaStore, ops: list, reads: list, at: int = 0):
 
 
 @hsettings(max_examples=30, deadline=None)
-@given(st.lists(op, min_size=1, max_size=14), st.integers(0, 14))
-def test_a_block_leaves_chroma_as_the_writes_one_by_one(ops, cut):
-    # The same writes, at once and in a block (some before it, the rest inside): Chroma's rows, what the store
-    # shows, and every read made along the way are the same.
+@given(st.lists(op, min_size=1, max_size=14), st.integers(0, 14), st.integers(1, 6))
+def test_a_block_leaves_chroma_as_the_writes_one_by_one(ops, cut, behind):
+    # The same writes one by one (a), in a block (b: some before it, journaled, the rest inside), and journaled
+    # outside blocks with Chroma getting them every `behind` rows (c): Chroma's rows, what the store shows, and every
+    # read made along the way are the same.
     with tempfile.TemporaryDirectory() as d:
-        a = ChromaStore(Settings(path=f'{d}/a'), HashingEmbedder(32))
+        a = ChromaStore(Settings(path=f'{d}/a', write_behind=0), HashingEmbedder(32))
         b = ChromaStore(Settings(path=f'{d}/b'), HashingEmbedder(32))
-        ra, rb = [], []
+        c = ChromaStore(Settings(path=f'{d}/c', write_behind=behind), HashingEmbedder(32))
+        ra, rb, rc = [], [], []
         apply(a, ops, ra)
         apply(b, ops[:cut], rb)
         with b.deferred(): apply(b, ops[cut:], rb, cut)
-        assert rb == ra
-        assert seen(b) == seen(a)
-        if any(o[0] == 'put' for o in ops): assert raw_rows(b) == raw_rows(a)
-        a.close(); b.close()
+        apply(c, ops, rc)
+        assert rb == ra and rc == ra
+        assert seen(b) == seen(a) and seen(c) == seen(a)
+        if any(o[0] == 'put' for o in ops): assert raw_rows(b) == raw_rows(a) == raw_rows(c)
+        a.close(); b.close(); c.close()
         b = ChromaStore(Settings(path=f'{d}/b'), HashingEmbedder(32))        # and after a restart
         a = ChromaStore(Settings(path=f'{d}/a'), HashingEmbedder(32))
-        assert seen(b) == seen(a)
-        a.close(); b.close()
+        c = ChromaStore(Settings(path=f'{d}/c'), HashingEmbedder(32))
+        assert seen(b) == seen(a) == seen(c)
+        a.close(); b.close(); c.close()
 
 
 KILL = textwrap.dedent("""
@@ -124,6 +130,40 @@ def test_a_kill_after_a_block_keeps_it(tmp_path):
     with ChromaStore(Settings(), HashingEmbedder(32), path=tmp_path / 'c') as s:
         assert [it.id for it in s.list(SC)] == ['lost2', 'lost1', 'lost0', 'kept2']
         assert s.get(SC, ['kept0'])[0].superseded and s.get(SC, ['kept1']) == []
+
+
+JOURNALED = textwrap.dedent("""
+    import json, os, signal, sys
+    sys.path.insert(0, sys.argv[3])
+    from test_deferred import apply
+    from jarvis_memory.settings import Settings
+    from jarvis_memory.embeddings import HashingEmbedder
+    from jarvis_memory.chroma import ChromaStore
+    s = ChromaStore(Settings(write_behind=int(sys.argv[4])), HashingEmbedder(32), path=sys.argv[1])
+    ops = [tuple(o) for o in json.loads(sys.argv[2])]
+    apply(s, ops, [])
+    print('written', flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)                 # no close, no finalizer
+""")
+
+
+@hsettings(max_examples=8, deadline=None)
+@given(st.lists(op, min_size=1, max_size=14), st.integers(2, 6))
+def test_a_kill_outside_blocks_loses_nothing_written(ops, behind):
+    # Writes outside blocks, some sent to Chroma (every `behind` rows), the rest waiting in the journal, then a kill:
+    # the next open (which replays the journal) shows and holds what the same writes made one by one.
+    with tempfile.TemporaryDirectory() as d:
+        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])}
+        import json
+        r = subprocess.run([sys.executable, '-c', JOURNALED, f'{d}/k', json.dumps(ops), str(ROOT / 'tests'), str(behind)],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == -signal.SIGKILL and r.stdout.split() == ['written'], (r.returncode, r.stdout, r.stderr[-2000:])
+        a = ChromaStore(Settings(path=f'{d}/a', write_behind=0), HashingEmbedder(32))
+        apply(a, ops, [])
+        k = ChromaStore(Settings(path=f'{d}/k'), HashingEmbedder(32))
+        assert seen(k) == seen(a)
+        if any(o[0] == 'put' for o in ops): assert raw_rows(k) == raw_rows(a)
+        a.close(); k.close()
 
 
 CONSOLIDATE = textwrap.dedent("""

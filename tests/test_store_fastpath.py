@@ -345,14 +345,17 @@ def test_mirror_follows_every_kind_of_write(tmp_path, monkeypatch):
         bare.close(); a.close()
 
 
-def test_mirror_after_migration_and_failed_write(tmp_path, monkeypatch):
-    "A keyword-only collection migrated by reembed, and a write Chroma refuses midway: the mirror never lags."
+@pytest.mark.parametrize('behind', [0, 32])
+def test_mirror_after_migration_and_failed_write(tmp_path, monkeypatch, behind):
+    """A keyword-only collection migrated by reembed, and a write Chroma refuses midway: the mirror never lags. With
+    the journal (`write_behind`) the refusal comes when the waiting write is sent (here `flush`), and a restart does
+    not bring the refused write back."""
     m = MemoryScope('bob', 'main', 's1')
-    with ChromaStore(Settings(), None, team(), path=tmp_path / 'c') as s:
+    with ChromaStore(Settings(write_behind=behind), None, team(), path=tmp_path / 'c') as s:
         s.put([MemoryItem.new(m, 'explicit', '취미: 등산', id='h', created_at=T0), MemoryItem.new(m, 'turn', 'U: 주말?\nA: 등산', id='t', created_at=T0 + 1)])
         s.touch(m, ['h'], T0 + 9)
-    with ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c') as s, \
-         ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c', mirror=False) as bare:
+    with ChromaStore(Settings(write_behind=behind), EMB, team(), path=tmp_path / 'c') as s, \
+         ChromaStore(Settings(write_behind=behind), EMB, team(), path=tmp_path / 'c', mirror=False) as bare:
         assert s.get(m, ['h'])[0].last_accessed == T0 + 9         # flushed at close, reloaded from Chroma
         assert s.reembed(m) == 2
         assert_mirror_exact(s, 'bob'); assert_same_reads(s, bare, 'bob')
@@ -360,10 +363,15 @@ def test_mirror_after_migration_and_failed_write(tmp_path, monkeypatch):
         orig = Collection.upsert
         def boom(self, *a, **kw): raise RuntimeError('chroma fails midway')
         monkeypatch.setattr(Collection, 'upsert', boom)
-        with pytest.raises(RuntimeError): s.put([MemoryItem.new(m, 'turn', 'lost', id='lost')])
+        with pytest.raises(RuntimeError):
+            s.put([MemoryItem.new(m, 'turn', 'lost', id='lost')])
+            assert behind and s.count(m) == 3                       # waiting: seen, and sent ...
+            s.flush()                                               # ... here
         monkeypatch.setattr(Collection, 'upsert', orig)
         assert s.get(m, ['lost']) == [] and s.count(m) == 2         # mirror dropped and reloaded: still exact
         assert_mirror_exact(s, 'bob'); assert_same_reads(s, bare, 'bob')
+    with ChromaStore(Settings(), EMB, team(), path=tmp_path / 'c') as s:
+        assert s.get(m, ['lost']) == [] and s.count(m) == 2         # and after a restart
 
 
 def test_keyword_index_equals_substring_scan(tmp_path, monkeypatch):
