@@ -226,46 +226,49 @@ class _Deferred:
         if self.shared.deferring or self.shared.behind: return False
         self.settle(); return True
 
-    def _log(self, op: str, ids, documents=None, embeddings=None, metadatas=None):
-        "A write outside blocks goes to the journal before it waits (inside a block it is the block's, lost with it)."
-        j = self.shared.journal
-        if j is not None and not self.shared.deferring: j.append(self.raw, op, ids, documents, embeddings, metadatas)
-
-    def _due(self):
-        "Outside blocks: once `behind` rows wait (all users), Chroma gets them all (callers hold `shared.write`)."
+    def _log(self, op: str, ids, documents=None, embeddings=None, metadatas=None) -> bool:
+        """A write outside blocks goes to the journal before it waits (inside a block it is the block's, lost with it);
+        True when it will be sent before the call returns instead (it brings the waiting rows to `behind`): no need."""
         sh = self.shared
-        if sh.behind and not sh.deferring and sum(len(d.rows) for d in list(sh.deferred.values())) >= sh.behind:
-            with sh.write: _settle_all(sh)
+        if sh.journal is None or sh.deferring: return False
+        if sum(len(d.rows) for d in list(sh.deferred.values())) + len(ids) >= sh.behind: return True
+        sh.journal.append(self.raw, op, ids, documents, embeddings, metadatas)
+        return False
+
+    def _due(self, now: bool):
+        "Send every waiting row (all users) now if `_log` said so (callers hold `shared.write`)."
+        if now:
+            with self.shared.write: _settle_all(self.shared)
 
     def upsert(self, ids, documents, embeddings, metadatas):
         if self._now(): return self.raw.upsert(ids=ids, documents=documents, embeddings=embeddings, metadatas=metadatas)
         with self.lock:
-            self._log('upsert', ids, documents, embeddings, metadatas)
+            now = self._log('upsert', ids, documents, embeddings, metadatas)
             for i, d, e, m in zip(ids, documents, embeddings, metadatas):
                 p = self.rows.get(i)
                 gone = p is not None and p[0] == 'delete'
                 self.rows[i] = ['upsert', d, np.asarray(e, dtype=np.float32), {**(p[3] if p and not gone else {}), **m},
                                 gone or bool(p and p[4])]
-        self._due()
+        self._due(now)
 
     def update(self, ids, metadatas, embeddings=None):
         if self._now(): return self.raw.update(ids=ids, metadatas=metadatas, **({} if embeddings is None else {'embeddings': embeddings}))
         with self.lock:
-            self._log('update', ids, None, embeddings, metadatas)
+            now = self._log('update', ids, None, embeddings, metadatas)
             for j, (i, m) in enumerate(zip(ids, metadatas)):
                 p, e = self.rows.get(i), None if embeddings is None else np.asarray(embeddings[j], dtype=np.float32)
                 if p is None: self.rows[i] = ['update', None, e, dict(m), False]
                 elif p[0] != 'delete':                # (an update of a deleted row: Chroma ignores it too)
                     p[3] = {**p[3], **m}
                     if e is not None: p[2] = e
-        self._due()
+        self._due(now)
 
     def delete(self, ids=None, **kw):
         if kw or ids is None or self._now(): self.settle(); return self.raw.delete(ids=ids, **kw)
         with self.lock:
-            self._log('delete', ids)
+            now = self._log('delete', ids)
             for i in ids: self.rows[i] = ['delete', None, None, None, False]
-        self._due()
+        self._due(now)
 
     def vectors(self, ids) -> dict:
         "`{id: vector}` of the rows among `ids` whose vector waits here (an upsert, or an update that brings one)."
