@@ -185,7 +185,7 @@ class _Journal:
         self.close()
         if not self.file.exists(): return
         keep = [ln for ln in self.file.read_text(encoding='utf-8').splitlines(keepends=True)
-                if ln.endswith('\n') and not ln.startswith('{"c":' + json.dumps(col_id) + ',')]
+                if ln.endswith('\n') and json.loads(ln).get('c') != col_id]
         tmp = self.file.with_name(self.file.name + '.tmp')
         tmp.write_text(''.join(keep), encoding='utf-8'); os.replace(tmp, self.file)
 
@@ -231,7 +231,7 @@ class _Deferred:
         True when it will be sent before the call returns instead (it brings the waiting rows to `behind`): no need."""
         sh = self.shared
         if sh.journal is None or sh.deferring: return False
-        if sum(len(d.rows) for d in list(sh.deferred.values())) + len(ids) >= sh.behind: return True
+        if _waiting_rows(sh) + len(ids) >= sh.behind: return True
         sh.journal.append(self.raw, op, ids, documents, embeddings, metadatas)
         return False
 
@@ -278,12 +278,13 @@ class _Deferred:
         "Send the waiting writes: deletes (and ids rewritten after one), then upserts, then updates. Returns how many rows."
         err = None
         with self.lock:
+            if not self.rows: return 0                # (every read of Chroma asks: nothing to send, no file to touch)
             rows, self.rows = self.rows, {}
             try: self._send(rows)
             except BaseException as e:
                 err = e                               # (no restart brings the refused writes back)
                 if self.shared.journal is not None: self.shared.journal.drop(str(self.raw.id))
-            else: _sent(self.shared)
+            _sent(self.shared)
         if err is not None:                           # as a refused write without a block: the mirror is read again
             _forget_mirror(self.shared, self.raw); raise err
         return len(rows)
@@ -301,9 +302,11 @@ class _Deferred:
                 col.update(ids=[i for i, _ in ch], metadatas=[r[3] for _, r in ch],
                            **({'embeddings': np.stack([r[2] for _, r in ch])} if vec else {}))
 
+def _waiting_rows(shared: _Shared) -> int: return sum(len(d.rows) for d in list(shared.deferred.values()))
+
 def _sent(shared: _Shared):
-    "After a send: once no write waits anywhere, the journal has nothing Chroma lacks."
-    if shared.journal is not None and not any(d.rows for d in list(shared.deferred.values())): shared.journal.clear()
+    "After a send (or a refused one): once no write waits anywhere, the journal has nothing Chroma lacks."
+    if shared.journal is not None and not _waiting_rows(shared): shared.journal.clear()
 
 def _settle_all(shared: _Shared) -> int:
     "Send every collection's waiting writes (callers hold `shared.write`)."
@@ -330,7 +333,7 @@ def _replay(client, shared: _Shared) -> int:
             if r['op'] == 'upsert': d.upsert(r['ids'], r['docs'], r['vecs'], r['metas'])
             elif r['op'] == 'update': d.update(r['ids'], r['metas'], r.get('vecs'))
             else: d.delete(r['ids'])
-        n = sum(len(d.rows) for d in shared.deferred.values())
+        n = _waiting_rows(shared)
         _settle_all(shared)
     except Exception as e:
         raise StoreUnavailable(f"the write journal {f} (writes that had not reached Chroma when a process stopped) could not "
