@@ -6,7 +6,7 @@ reads leaves Chroma exactly as the same writes sent one by one (`write_behind=0`
 a process killed inside a block loses that block's writes and nothing else, a process killed outside blocks loses
 nothing it was told was written, and a consolidation killed inside its block is redone by the next one."""
 from __future__ import annotations
-import os, signal, subprocess, sys, tempfile, textwrap
+import json, os, signal, subprocess, sys, tempfile, textwrap
 from pathlib import Path
 
 import numpy as np
@@ -111,10 +111,14 @@ KILL = textwrap.dedent("""
 """)
 
 
-def killed(path, where):
+def run_killed(code: str, *args, said: str = 'written'):
+    "Run `code` in a fresh process that kills itself (SIGKILL) after printing `said`."
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])}
-    r = subprocess.run([sys.executable, '-c', KILL, str(path), where], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == -signal.SIGKILL and r.stdout.split() == ['written'], (r.returncode, r.stdout, r.stderr[-2000:])
+    r = subprocess.run([sys.executable, '-c', code, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == -signal.SIGKILL and r.stdout.split() == [said], (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+def killed(path, where): run_killed(KILL, path, where)
 
 
 def test_a_kill_inside_a_block_loses_that_block_only(tmp_path):
@@ -153,11 +157,7 @@ def test_a_kill_outside_blocks_loses_nothing_written(ops, behind):
     # Writes outside blocks, some sent to Chroma (every `behind` rows), the rest waiting in the journal, then a kill:
     # the next open (which replays the journal) shows and holds what the same writes made one by one.
     with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])}
-        import json
-        r = subprocess.run([sys.executable, '-c', JOURNALED, f'{d}/k', json.dumps(ops), str(ROOT / 'tests'), str(behind)],
-                           capture_output=True, text=True, timeout=300, env=env)
-        assert r.returncode == -signal.SIGKILL and r.stdout.split() == ['written'], (r.returncode, r.stdout, r.stderr[-2000:])
+        run_killed(JOURNALED, f'{d}/k', json.dumps(ops), ROOT / 'tests', behind)
         a = ChromaStore(Settings(path=f'{d}/a', write_behind=0), HashingEmbedder(32))
         apply(a, ops, [])
         k = ChromaStore(Settings(path=f'{d}/k'), HashingEmbedder(32))
@@ -196,9 +196,7 @@ CONSOLIDATE = textwrap.dedent("""
 def test_a_consolidation_killed_midway_is_redone(tmp_path):
     # Killed after its first fact: neither fact nor the episodes' "consolidated" flag reached Chroma, so the
     # episodes are still pending and the next consolidation writes both facts.
-    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])}
-    r = subprocess.run([sys.executable, '-c', CONSOLIDATE, str(tmp_path / 'c')], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == -signal.SIGKILL and r.stdout.split() == ['killed'], (r.returncode, r.stdout, r.stderr[-2000:])
+    run_killed(CONSOLIDATE, tmp_path / 'c', said='killed')
     s = Settings(path=str(tmp_path / 'c'))
     core = Consolidation(ChromaStore(s, embedder=HashingEmbedder(32)), s, clock=lambda: 2e9)
     sc = MemoryScope('p', 'main', 's')
