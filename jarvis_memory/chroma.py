@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import base64, contextlib, copy, dataclasses, functools, hashlib, json, logging, math, os, socket, threading, time, weakref
+import base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,6 +273,27 @@ class _Deferred:
     def vectors(self, ids) -> dict:
         "`{id: vector}` of the rows among `ids` whose vector waits here (an upsert, or an update that brings one)."
         with self.lock: return {i: r[2] for i in ids if (r := self.rows.get(i)) is not None and r[2] is not None}
+
+    def nearest(self, q: np.ndarray, n: int) -> tuple[list, list, bool]:
+        """The `n` nearest rows as Chroma will rank them once the waiting writes are sent, without sending them:
+        `(ids, cosine distances, whole)`, `whole` when that is every row. Rows deleted or given a new vector here leave
+        Chroma's answer; rows with a waiting vector join it if no farther than its farthest row (any, when whole)."""
+        with self.lock:                           # (no send can be half done meanwhile)
+            r = self.raw.query(query_embeddings=[q], n_results=n, include=['distances'])
+            ids, dist = r['ids'][0], r['distances'][0]
+            whole = len(ids) < n
+            if not self.rows: return ids, dist, whole
+            moved = {i for i, w in self.rows.items() if w[0] != 'update' or w[2] is not None}
+            kept = [(d, i) for i, d in zip(ids, dist) if i not in moved]
+            new = [(i, w[2]) for i, w in self.rows.items() if w[0] != 'delete' and w[2] is not None]
+            add = []
+            if new:
+                V = np.stack([v for _, v in new])
+                d = 1.0 - (V @ q) / (np.maximum(np.linalg.norm(V, axis=1), 1e-30) * float(np.linalg.norm(q)))
+                far = max(dist) if dist else 0.0
+                add = sorted((float(x), i) for (i, _), x in zip(new, d.tolist()) if whole or x <= far)
+            out = list(heapq.merge(kept, add, key=lambda p: p[0]))     # (Chroma's order kept among its own rows)
+            return [i for _, i in out], [d for d, _ in out], whole
 
     def settle(self) -> int:
         "Send the waiting writes: deletes (and ids rewritten after one), then upserts, then updates. Returns how many rows."
@@ -889,9 +910,13 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
             return out
         if not large: return [(m.item(rn), cos) for rn, cos in top_small()]
         codes = [m.codes[key] for key in large]
-        for n in (kq, 4 * kq, 16 * kq):                  # the n nearest rows of the collection
-            r = c.col.query(query_embeddings=[q], n_results=n, include=['distances'])
-            ids, dist = r['ids'][0], r['distances'][0]
+        for n in (kq, 4 * kq, 16 * kq):                  # the n nearest rows of the collection (waiting writes counted, not sent)
+            if isinstance(c.col, _Deferred): ids, dist, whole = c.col.nearest(q, n)
+            else:
+                r = c.col.query(query_embeddings=[q], n_results=n, include=['distances'])
+                ids, dist = r['ids'][0], r['distances'][0]
+                whole = len(ids) < n
+            n = len(ids) + 1 if whole else len(ids)      # (`_proven` reads "fewer than n came back" as "all of them")
             rns = [m.rn.get(i) for i in ids]
             if None in rns:                              # Chroma has a row the mirror lacks: never expected
                 _log.error("mirror of %s is missing rows Chroma returned; reloading it", c.col.name)
@@ -932,9 +957,12 @@ def cosines(self: ChromaStore, scope: MemoryScope, ids, embedding) -> dict:
                 elif rn in m.vec: out[i] = float(m.vec[rn] @ qn)
                 else: todo.append(i)
     else: todo = ids
-    qn = float(np.linalg.norm(q))
+    qn, col = float(np.linalg.norm(q)), c.col
+    if m is not None and isinstance(col, _Deferred) and todo:     # vectors that wait here; Chroma holds the others now
+        for i, v in col.vectors(todo).items(): out[i] = float(np.dot(v, q)) / (float(np.linalg.norm(v)) * qn)
+        todo, col = [i for i in todo if i not in out], col.raw
     for ch in _chunks(todo, _CHUNK):                     # with a mirror, the rows are checked: fetch vectors only
-        r = c.col.get(ids=ch, include=['embeddings'] if m is not None else ['embeddings', 'metadatas'])
+        r = col.get(ids=ch, include=['embeddings'] if m is not None else ['embeddings', 'metadatas'])
         for j, (i, e) in enumerate(zip(r['ids'], r['embeddings'])):
             if e is None or (m is None and not (pred.matches(r['metadatas'][j]) and _readable(scope, policy, i, r['metadatas'][j]))): continue
             v = np.asarray(e, dtype=np.float32)
