@@ -222,12 +222,6 @@ def _query_vec(v) -> np.ndarray | None:
         raise ScoringError(f"query_embedding must be a non-zero 1-d vector of finite numbers, got shape {q.shape}")
     return q / np.linalg.norm(q)
 
-def _cosine(v, q: np.ndarray, what: str) -> float:
-    v = np.asarray(v, dtype=np.float32)
-    if v.shape != q.shape: raise ScoringError(f"query_embedding has dimension {q.size} but {what} has {v.size}: different embedders?")
-    n = float(np.linalg.norm(v))
-    return 0.0 if n == 0 else max(-1.0, min(1.0, float(np.dot(v, q)) / n))
-
 def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
                       terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',), query: str = '',
                       ranges: Iterable[TimeRange] = ()) -> list[Candidate]:
@@ -243,11 +237,12 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
     if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
     ranges = list(ranges)
     floor, out = store.settings.min_cosine, []
-    got = _fetch_sources(store, scope, want, q is not None)
+    got = _fetch_sources(store, scope, want, False)
     bm = store.lexical_scores(scope, query, [it.id for it in got]) if query.strip() and got else {}
+    cos = store.cosines(scope, [it.id for it in got], q) if q is not None and got else {}
     for it in got:
         if it.layer != 'edm' or it.source in ex_src or it.superseded: continue
-        rel = None if q is None or it.embedding is None else _cosine(it.embedding, q, f"source turn {it.id!r}")
+        rel = None if (c := cos.get(it.id)) is None else max(-1.0, min(1.0, float(c)))
         cue = term_share(terms, it.content)
         pools = {'keyword'} if cue > 0 else set()
         if rel is not None and rel >= floor: pools.add('nearest')
