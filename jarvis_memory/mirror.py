@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/mirror.html.md"""
 
 # %% ../nbs/04_mirror.ipynb #2689c7fc
 from __future__ import annotations
-import bisect, functools, hashlib, heapq, json, math, operator, os, struct, threading, time
+import bisect, functools, gc, hashlib, heapq, json, math, operator, os, struct, threading, time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,10 +154,11 @@ class _Mirror:
 
     def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False, columns: dict | None = None):
         "The rows of a new mirror in bulk: each group's key lists sorted once, not an insort per row (`frozen`: metas are"
-        "`_freeze`d; `columns`: some metadata fields as lists by row, None where a row lacks the key)."
+        "`_freeze`d, and kept as given: a snapshot's are built lazily; `columns`: some metadata fields as lists by row, None"
+        "where a row lacks the key)."
         n = len(ids)
         self.ids, self.docs = list(ids), list(docs)
-        self.metas = list(metas) if frozen else [self._freeze(md or {}) for md in metas]
+        self.metas = metas if frozen else [self._freeze(md or {}) for md in metas]
         self.rn = dict(zip(self.ids, range(n)))
         if len(self.rn) != n: raise ValueError(f"{n - len(self.rn)} repeated ids among {n} rows")
         self.valid = bytearray(n)
@@ -181,7 +182,7 @@ class _Mirror:
             g.by_time = sorted(zip(g_t, g_ids)); g.by_imp = sorted(zip([imp[r] for r in rows], g_t, g_ids))
         self.gcode[:n], self.ctime[:n] = gcode, ct
         self.short = {rn for rn, d in enumerate(self.docs) if len(d) < 2}
-        self.vec.missing = {rn for rn, md in enumerate(self.metas) if md.get('has_vector')}   # fetched when `nearest` needs them
+        self.vec.missing = {rn for rn, v in enumerate(field('has_vector')) if v}   # fetched when `nearest` needs them
 
     def __len__(self): return len(self.rn)
 
@@ -495,7 +496,7 @@ def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
     return {self.rn[i]: s for i, s in got.items()}
 
 # %% ../nbs/04_mirror.ipynb #5e0c7a12
-_MAGIC, _FORMAT = b'JMMIRROR', 1
+_MAGIC, _FORMAT = b'JMMIRROR', 2
 _HEAD = struct.Struct('<8sI')                  # magic, header length; then the header (JSON), a SHA-256, the payload
 _DIGEST = 32
 _CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store')}   # the code each part depends on
@@ -562,55 +563,105 @@ def _unpack(table, payload: memoryview) -> dict:
         out[name] = b if kind == 'bytes' else np.frombuffer(b, dtype=np.dtype(kind)).copy()    # (not a view of the whole file)
     return out
 
-def _meta_columns(metas: list) -> tuple[dict, np.ndarray]:
-    "Metadata dicts as columns: rows with the same keys share a schema (keys sorted: Chroma's order is arbitrary); per schema, one list per key."
+def _meta_columns(metas: list) -> tuple[dict, dict, np.ndarray]:
+    "Metadata dicts as columns: rows with the same keys share a schema (keys sorted: Chroma's order is arbitrary); per schema,"
+    "one column per key (`_column`). Returns the JSON part, the arrays by part name, and each row's schema."
     by: dict = {}
     for rn, md in enumerate(metas): by.setdefault(tuple(sorted(md)), []).append(rn)
-    which, cols = np.zeros(len(metas), np.int32), []
+    which, cols, arrays = np.zeros(len(metas), np.int32), [], {}
     for j, (ks, rns) in enumerate(by.items()):
         which[rns] = j
         get = operator.itemgetter(*ks) if len(ks) > 1 else (lambda md, k=ks[0]: (md[k],)) if ks else (lambda md: ())
-        cols.append([_coded(list(c)) for c in zip(*[get(metas[rn]) for rn in rns])])
-    return {'keys': [list(k) for k in by], 'cols': cols}, which
+        desc = []
+        for i, c in enumerate(zip(*[get(metas[rn]) for rn in rns])):
+            d, a = _column(list(c))
+            if a is not None: arrays[f'm{j}_{i}'] = a; d.append(f'm{j}_{i}')
+            desc.append(d)
+        cols.append(desc)
+    return {'keys': [list(k) for k in by], 'cols': cols}, arrays, which
 
-def _coded(c: list):
-    "A column of strings as `{'s': distinct strings, 'c': their indices}` (decoded without a Python call per row); others as they are."
-    if set(map(type, c)) != {str}: return c
-    voc: dict = {}
-    idx = [voc.setdefault(v, len(voc)) for v in c]
-    return {'s': list(voc), 'c': idx}
+def _column(c: list) -> tuple[list, np.ndarray | None]:
+    "One column as `[kind, ...]` and its array: strings as `['s', distinct strings]` and their int32 codes; floats, ints,"
+    "bools as raw arrays (`'f'`, `'i'`, `'b'`: read back without a Python call per row); anything else as `['j', values]`."
+    ts = set(map(type, c))
+    if ts == {str}:
+        voc: dict = {}
+        idx = [voc.setdefault(v, len(voc)) for v in c]
+        return ['s', list(voc)], np.array(idx, np.int32)
+    if ts == {float}: return ['f'], np.array(c, np.float64)
+    if ts == {bool}: return ['b'], np.array(c, np.bool_)
+    if ts == {int} and -2**63 <= min(c) and max(c) < 2**63: return ['i'], np.array(c, np.int64)
+    return ['j', c], None
 
-_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance')     # what `_fill` reads of every row
+_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance', 'has_vector')   # what `_fill` reads of every row
+_UNBUILT = object()
+
+class _LazyMetas(list):
+    "Rows' metadata dicts (as `_freeze` leaves them: strings interned, lists as tuples), each built from a snapshot's"
+    "columns when first read. A restart at 100k rows reads a few dozen rows' metadata per `observe`; building every dict"
+    "up front was a third of the restore. The mirror indexes, sets and appends it like a list; iterating builds each row."
+    def __init__(self, schemas: list, which: list, pos: list):
+        super().__init__([_UNBUILT] * len(which))
+        self.schemas, self.which, self.pos = schemas, which, pos   # schemas: [keys, columns by key (arrays until first used)]
+
+    def __getitem__(self, i):
+        v = list.__getitem__(self, i)
+        if v is _UNBUILT:
+            s = self.schemas[self.which[i]]
+            if s[2] is None: s[2] = [c() for c in s[1]]         # this schema's columns as Python lists, once
+            p = self.pos[i]
+            v = dict(zip(s[0], [c[p] for c in s[2]]))
+            list.__setitem__(self, i, v)
+        elif type(i) is slice: v = [self[j] for j in range(*i.indices(len(self)))]
+        return v
+
+    def __iter__(self): return map(self.__getitem__, range(len(self)))
 
 @patch
-def _meta_rows(self: _Mirror, mc: dict, which: np.ndarray) -> list:
-    "The frozen metadata dicts back from `_meta_columns` (strings interned, lists as tuples, as `_freeze` leaves them),"
-    "and the `_FIELDS` as columns by row (`_fill` reads them)."
-    s, keys, cols = self._strs, mc['keys'], mc['cols']
-    fields = {k: [None] * len(which) for k in _FIELDS}
+def _meta_rows(self: _Mirror, mc: dict, arrays: dict, which: np.ndarray) -> tuple[_LazyMetas, dict]:
+    "The frozen metadata dicts back from `_meta_columns`, built lazily (`_LazyMetas`), and the `_FIELDS` as columns by row"
+    "(`_fill` reads them of every row). Anything that does not fit is `SnapshotUnusable` (damaged)."
+    s, keys, cols, n = self._strs, mc['keys'], mc['cols'], len(which)
+    if not (isinstance(keys, list) and isinstance(cols, list) and len(cols) == len(keys)) or (n and not 0 <= which.min() <= which.max() < len(keys)):
+        raise SnapshotUnusable("metadata schemas do not fit together", True)
     order = np.argsort(which, kind='stable')
-    counts = np.bincount(which, minlength=len(keys)) if which.size else np.zeros(len(keys), np.int64)
-    if len(cols) != len(keys) or len(counts) != len(keys): raise SnapshotUnusable("metadata schemas do not fit together", True)
-    out, at = [None] * len(which), 0
-    for ks, cs, n in zip(keys, cols, counts.tolist()):
-        if len(cs) != len(ks) or any(len(c['c'] if isinstance(c, dict) else c) != n for c in cs): raise SnapshotUnusable("metadata columns do not fit together", True)
-        ks = tuple(s.setdefault(k, k) for k in ks)
-        fixed = []
-        for c in cs:
-            if isinstance(c, dict):                            # strings: each distinct one interned once
-                voc = [s.setdefault(v, v) if len(v) <= 64 else v for v in c['s']]
-                if set(map(type, voc)) - {str}: raise SnapshotUnusable("a string column does not fit", True)
-                c = list(map(voc.__getitem__, c['c']))
-            elif list in set(map(type, c)) or str in set(map(type, c)):
-                c = [tuple(v) if type(v) is list else s.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in c]
-            fixed.append(c)
-        rows = order[at:at + n].tolist(); at += n
-        for k, c in zip(ks, fixed):
-            if k in fields:
-                f = fields[k]
-                for rn, v in zip(rows, c): f[rn] = v
-        for rn, md in zip(rows, [dict(zip(ks, vals)) for vals in zip(*fixed)] if ks else [{} for _ in rows]): out[rn] = md
-    return out, fields
+    counts = np.bincount(which, minlength=len(keys)) if n else np.zeros(len(keys), np.int64)
+    bounds = np.r_[0, np.cumsum(counts)]
+    pos = np.empty(n, np.int64); pos[order] = np.arange(n) - bounds[which[order]]
+    fields = {k: np.full(n, None, object) for k in _FIELDS}
+    schemas = []
+    for ks, cs, lo, hi in zip(keys, cols, bounds[:-1].tolist(), bounds[1:].tolist()):
+        if not (isinstance(ks, list) and isinstance(cs, list) and len(cs) == len(ks)) or set(map(type, ks)) - {str}:
+            raise SnapshotUnusable("metadata columns do not fit together", True)
+        ks, rows, makers = tuple(s.setdefault(k, k) for k in ks), order[lo:hi], []
+        for k, d in zip(ks, cs):
+            kind = d[0] if isinstance(d, list) and d else None
+            if kind == 'j':
+                if not (len(d) == 2 and isinstance(d[1], list) and len(d[1]) == hi - lo): raise SnapshotUnusable("a metadata column does not fit", True)
+                c = [tuple(v) if type(v) is list else s.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in d[1]]
+                make, obj = (lambda c=c: c), c
+            else:
+                a = arrays.get(d[-1]) if kind in ('s', 'f', 'i', 'b') and isinstance(d[-1], str) else None
+                if a is None or a.dtype.kind != {'s': 'i', 'f': 'f', 'i': 'i', 'b': 'b'}[kind] or a.size != hi - lo:
+                    raise SnapshotUnusable("a metadata column does not fit", True)
+                if kind == 's':
+                    voc = d[1] if len(d) == 3 and isinstance(d[1], list) else None
+                    if voc is None or set(map(type, voc)) - {str} or (a.size and not 0 <= a.min() <= a.max() < len(voc)):
+                        raise SnapshotUnusable("a string column does not fit", True)
+                    voc = [s.setdefault(v, v) if len(v) <= 64 else v for v in voc]      # each distinct string interned once
+                    make = lambda a=a, voc=voc: list(map(voc.__getitem__, a.tolist()))
+                    vo = np.empty(len(voc), object); vo[:] = voc; obj = vo[a]
+                else: make, obj = a.tolist, a.astype(object)        # (Python floats, ints, bools: not numpy scalars)
+            makers.append(make)
+            if k in fields: fields[k][rows] = obj if isinstance(obj, np.ndarray) else _objects(obj)
+        schemas.append([ks, makers, None])
+    return _LazyMetas(schemas, which.tolist(), pos.tolist()), {k: v.tolist() for k, v in fields.items()}
+
+def _objects(c: list) -> np.ndarray:
+    "A list as a 1-d object array (tuples stay elements)."
+    o = np.empty(len(c), object)
+    for i, v in enumerate(c): o[i] = v
+    return o
 
 def _compact_segments(segments: list, keep: np.ndarray) -> list:
     "The keyword segments renumbered for the live rows only (`keep`: a bool per row): postings of gone rows dropped."
@@ -627,7 +678,7 @@ def _compact_segments(segments: list, keep: np.ndarray) -> list:
 def save(self: _Mirror, path, stamp: dict) -> int:
     "Write the snapshot of this mirror to `path` atomically (a temporary file, fsync, `os.replace`); `stamp` says what it mirrors. Returns its size."
     live = [rn for rn, i in enumerate(self.ids) if i is not None]
-    mc, which = _meta_columns([self.metas[rn] for rn in live])
+    mc, marrays, which = _meta_columns([self.metas[rn] for rn in live])
     rows = {'ids': [self.ids[rn] for rn in live], 'docs': [self.docs[rn] for rn in live], 'metas': mc}
     segs, indexed = self.segments, self.indexed
     if len(live) < len(self.ids):                          # gone rows: leave them out, renumber the index
@@ -637,7 +688,7 @@ def save(self: _Mirror, path, stamp: dict) -> int:
              'seg_bounds': np.array([(lo, hi, uc.size, rs.size) for lo, hi, uc, off, rs in segs], dtype=np.int64).reshape(-1, 4),
              'seg_codes': np.concatenate([s[2] for s in segs] or [np.zeros(0, np.uint64)]).astype(np.uint64),
              'seg_off': np.concatenate([s[3] for s in segs] or [np.zeros(0, np.int64)]).astype(np.int64),
-             'seg_rows': np.concatenate([s[4] for s in segs] or [np.zeros(0, np.int32)]).astype(np.int32)}
+             'seg_rows': np.concatenate([s[4] for s in segs] or [np.zeros(0, np.int32)]).astype(np.int32), **marrays}
     if self.vec.n:                                         # vectors held: by live row number, so the next start searches at once
         lv, V = np.asarray(live, np.int64), self.vec
         held = np.zeros(lv.size, bool)
@@ -693,13 +744,14 @@ def _read_snapshot(path, stamp: dict) -> tuple[dict, dict]:
 def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
     "The mirror saved at `path`, if it mirrors exactly `stamp`; else `SnapshotUnusable` (the caller rebuilds from the store)."
     h, p = _read_snapshot(path, stamp)
-    try:
+    gc_on = gc.isenabled(); gc.disable()               # ~10^6 objects made, none in a cycle: the collector's passes over
+    try:                                               # them were ~15% of a restore at 100k rows
         rows = _jload(p['rows'])
         ids, docs = rows['ids'], rows['docs']
         if not (len(ids) == len(docs) == len(p['schema']) == h['live']) or set(map(type, ids)) - {str} or set(map(type, docs)) - {str}:
             raise SnapshotUnusable("rows do not fit together", True)
         m = cls(key, name)
-        metas, columns = m._meta_rows(rows['metas'], p['schema'])
+        metas, columns = m._meta_rows(rows['metas'], p, p['schema'])
         m._fill(ids, docs, metas, frozen=True, columns=columns)
         code = _code_stamps()
         b = p['seg_bounds'].reshape(-1, 4) if p['seg_bounds'].size else np.zeros((0, 4), np.int64)
@@ -730,5 +782,8 @@ def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
     except SnapshotUnusable: raise
     except (KeyError, TypeError, ValueError, IndexError, LexicalError) as e:
         raise SnapshotUnusable(f"cannot decode it: {type(e).__name__}: {e}", True) from None
+    finally:
+        if gc_on: gc.enable()
 
 _Mirror.restore = _restore
+
