@@ -270,9 +270,18 @@ class _Deferred:
             for i in ids: self.rows[i] = ['delete', None, None, None, False]
         self._due(now)
 
-    def vectors(self, ids) -> dict:
-        "`{id: vector}` of the rows among `ids` whose vector waits here (an upsert, or an update that brings one)."
-        with self.lock: return {i: r[2] for i in ids if (r := self.rows.get(i)) is not None and r[2] is not None}
+    def get(self, ids=None, include=None, **kw) -> dict:
+        """Chroma's `get`. Vectors by id (`include=['embeddings']`) are answered without sending: a waiting vector (an
+        upsert, or an update that brings one) is the one Chroma will hold, a row deleted here has none, Chroma holds the
+        others now. Any other get settles first."""
+        if ids is None or kw or include is None or list(include) != ['embeddings']:
+            self.settle(); return self.raw.get(ids=ids, **kw, **({} if include is None else {'include': include}))
+        with self.lock:                           # (no send can be half done meanwhile)
+            here = {i: r[2] for i in ids if (r := self.rows.get(i)) is not None and (r[0] == 'delete' or r[2] is not None)}
+            ask = [i for i in ids if i not in here]
+            r = self.raw.get(ids=ask, include=['embeddings']) if ask else {'ids': [], 'embeddings': []}
+        got = [(i, v) for i, v in here.items() if v is not None]
+        return {'ids': [i for i, _ in got] + list(r['ids']), 'embeddings': [v for _, v in got] + list(r['embeddings'])}
 
     def nearest(self, q: np.ndarray, n: int) -> tuple[list, list, bool]:
         """The `n` nearest rows as Chroma will rank them once the waiting writes are sent, without sending them:
@@ -830,14 +839,10 @@ def get(self: ChromaStore, scope: MemoryScope, ids, *, include_embeddings: bool 
         with m.lock:
             for rn in m.passing([m.rn.get(i) for i in ids], pred, self._ok(scope, policy, pred, m)): found[m.ids[rn]] = m.item(rn)
             want = [i for i in found if include_embeddings and m.metas[m.rn[i]].get('has_vector')]
-        col = c.col
-        if isinstance(col, _Deferred):                   # in a `deferred` block: a waiting vector is what Chroma will hold,
-            for i, v in col.vectors(want).items(): found[i].embedding = v.copy()   # the others Chroma holds now
-            want, col = [i for i in want if found[i].embedding is None], col.raw
-        for ch in _chunks(want, _CHUNK):                 # vectors only: Chroma's metadata is the costly part
-            r = col.get(ids=ch, include=['embeddings'])
+        for ch in _chunks(want, _CHUNK):                 # vectors only: Chroma's metadata is the costly part (and writes
+            r = c.col.get(ids=ch, include=['embeddings'])   # that wait answer for their rows: `_Deferred.get`)
             for i, e in zip(r['ids'], r['embeddings']):
-                if e is not None: found[i].embedding = np.asarray(e, dtype=np.float32)
+                if e is not None: found[i].embedding = np.array(e, dtype=np.float32)
         return [found[i] for i in ids if i in found]
     inc = ['documents', 'metadatas'] + (['embeddings'] if include_embeddings else [])
     for ch in _chunks(ids, _CHUNK):
@@ -957,12 +962,9 @@ def cosines(self: ChromaStore, scope: MemoryScope, ids, embedding) -> dict:
                 elif rn in m.vec: out[i] = float(m.vec[rn] @ qn)
                 else: todo.append(i)
     else: todo = ids
-    qn, col = float(np.linalg.norm(q)), c.col
-    if m is not None and isinstance(col, _Deferred) and todo:     # vectors that wait here; Chroma holds the others now
-        for i, v in col.vectors(todo).items(): out[i] = float(np.dot(v, q)) / (float(np.linalg.norm(v)) * qn)
-        todo, col = [i for i in todo if i not in out], col.raw
+    qn = float(np.linalg.norm(q))
     for ch in _chunks(todo, _CHUNK):                     # with a mirror, the rows are checked: fetch vectors only
-        r = col.get(ids=ch, include=['embeddings'] if m is not None else ['embeddings', 'metadatas'])
+        r = c.col.get(ids=ch, include=['embeddings'] if m is not None else ['embeddings', 'metadatas'])
         for j, (i, e) in enumerate(zip(r['ids'], r['embeddings'])):
             if e is None or (m is None and not (pred.matches(r['metadatas'][j]) and _readable(scope, policy, i, r['metadatas'][j]))): continue
             v = np.asarray(e, dtype=np.float32)

@@ -369,11 +369,7 @@ def _dots(M: np.ndarray, q: np.ndarray) -> np.ndarray:
 def fetch_vectors(self: _Mirror, col, rns=None):
     "Read the vectors of rows `rns` (default: every `missing` one) from the backend collection `col`, 1,000 ids a call."
     rns = sorted(self.vec.missing) if rns is None else rns
-    ask = rns
-    if hasattr(col, 'vectors') and hasattr(col, 'raw'):     # writes wait there (chroma's `_Deferred`): their vectors first,
-        for i, v in col.vectors([self.ids[rn] for rn in rns]).items(): self.vec[self.rn[i]] = v    # Chroma holds the rest
-        ask, col = [rn for rn in rns if rn not in self.vec], col.raw
-    for ch in _chunks(ask, _CHUNK):
+    for ch in _chunks(rns, _CHUNK):
         r = col.get(ids=[self.ids[rn] for rn in ch], include=['embeddings'])
         for i, e in zip(r['ids'], r['embeddings']):
             if e is not None: self.vec[self.rn[i]] = e
