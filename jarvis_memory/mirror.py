@@ -559,22 +559,29 @@ def _unpack(table, payload: memoryview) -> dict:
         out[name] = b if kind == 'bytes' else np.frombuffer(b, dtype=np.dtype(kind)).copy()    # (not a view of the whole file)
     return out
 
-def _meta_columns(metas: list) -> tuple[dict, dict, np.ndarray]:
-    "Metadata dicts as columns: rows with the same keys share a schema (keys sorted: Chroma's order is arbitrary); per schema,"
-    "one column per key (`_column`). Returns the JSON part, the arrays by part name, and each row's schema."
-    by: dict = {}
-    for rn, md in enumerate(metas): by.setdefault(tuple(sorted(md)), []).append(rn)
-    which, cols, arrays = np.zeros(len(metas), np.int32), [], {}
-    for j, (ks, rns) in enumerate(by.items()):
-        which[rns] = j
-        get = operator.itemgetter(*ks) if len(ks) > 1 else (lambda md, k=ks[0]: (md[k],)) if ks else (lambda md: ())
-        desc = []
-        for i, c in enumerate(zip(*[get(metas[rn]) for rn in rns])):
-            d, a = _column(list(c))
-            if a is not None: arrays[f'm{j}_{i}'] = a; d.append(f'm{j}_{i}')
+def _meta_columns(metas: list, live: list) -> tuple[dict, dict, np.ndarray]:
+    "The metadata of rows `live` as columns: rows with the same keys share a schema (keys sorted: Chroma's order is"
+    "arbitrary); per schema, one column per key (`_column`). Rows of a restored snapshot whose dicts were never built"
+    "(`_LazyMetas`: unchanged since) are copied column-wise from it. Returns the JSON part, the arrays by part name,"
+    "and each row's schema."
+    which, keys, cols, arrays = np.zeros(len(live), np.int32), [], [], {}
+    def add(ks, ats, columns):
+        j = len(keys); which[ats] = j; keys.append(list(ks)); desc = []
+        for i, (d, a) in enumerate(columns):
+            if a is not None: arrays[f'm{j}_{i}'] = a; d = d + [f'm{j}_{i}']
             desc.append(d)
         cols.append(desc)
-    return {'keys': [list(k) for k in by], 'cols': cols}, arrays, which
+    by, old, lazy = {}, {}, isinstance(metas, _LazyMetas)
+    for at, rn in enumerate(live):
+        if lazy and list.__getitem__(metas, rn) is _UNBUILT: old.setdefault(metas.which[rn], []).append(at)
+        else: by.setdefault(tuple(sorted(metas[rn])), []).append(at)
+    for ks, ats in by.items():
+        get = operator.itemgetter(*ks) if len(ks) > 1 else (lambda md, k=ks[0]: (md[k],)) if ks else (lambda md: ())
+        add(ks, ats, [_column(list(c)) for c in zip(*[get(metas[live[a]]) for a in ats])])
+    for j, ats in old.items():
+        ks, columns, _ = metas.schemas[j]
+        add(ks, ats, [_gather(c, np.array([metas.pos[live[a]] for a in ats], np.int64)) for c in columns])
+    return {'keys': keys, 'cols': cols}, arrays, which
 
 def _column(c: list) -> tuple[list, np.ndarray | None]:
     "One column as `[kind, ...]` and its array: strings as `['s', distinct strings]` and their int32 codes; floats, ints,"
@@ -589,22 +596,36 @@ def _column(c: list) -> tuple[list, np.ndarray | None]:
     if ts == {int} and -2**63 <= min(c) and max(c) < 2**63: return ['i'], np.array(c, np.int64)
     return ['j', c], None
 
+def _gather(col: tuple, P: np.ndarray) -> tuple[list, np.ndarray | None]:
+    "The rows at positions `P` of a restored column `(data, vocabulary or None)`, as `_column` writes it."
+    data, voc = col
+    if voc is not None: return ['s', voc], data[P]
+    if isinstance(data, np.ndarray): return [{'f': 'f', 'i': 'i', 'b': 'b'}[data.dtype.kind]], data[P]
+    return ['j', [data[p] for p in P.tolist()]], None
+
+def _values(col: tuple) -> list:
+    "A restored column `(data, vocabulary or None)` as a list of Python values, by position."
+    data, voc = col
+    if voc is not None: return list(map(voc.__getitem__, data.tolist()))
+    return data.tolist() if isinstance(data, np.ndarray) else data
+
 _FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance', 'has_vector')   # what `_fill` reads of every row
 _UNBUILT = object()
 
 class _LazyMetas(list):
     "Rows' metadata dicts (as `_freeze` leaves them: strings interned, lists as tuples), each built from a snapshot's"
     "columns when first read. A restart at 100k rows reads a few dozen rows' metadata per `observe`; building every dict"
-    "up front was a third of the restore. The mirror indexes, sets and appends it like a list; iterating builds each row."
+    "up front was a third of the restore. The mirror indexes, sets and appends it like a list; iterating builds each row;"
+    "a row still unbuilt is unchanged since the restore (every change sets a new dict), so `save` copies its columns."
     def __init__(self, schemas: list, which: list, pos: list):
         super().__init__([_UNBUILT] * len(which))
-        self.schemas, self.which, self.pos = schemas, which, pos   # schemas: [keys, columns by key (arrays until first used)]
+        self.schemas, self.which, self.pos = schemas, which, pos   # schemas: [keys, columns, their values as lists once used]
 
     def __getitem__(self, i):
         v = list.__getitem__(self, i)
         if v is _UNBUILT:
             s = self.schemas[self.which[i]]
-            if s[2] is None: s[2] = [c() for c in s[1]]         # this schema's columns as Python lists, once
+            if s[2] is None: s[2] = [_values(c) for c in s[1]]
             p = self.pos[i]
             v = dict(zip(s[0], [c[p] for c in s[2]]))
             list.__setitem__(self, i, v)
@@ -629,13 +650,13 @@ def _meta_rows(self: _Mirror, mc: dict, arrays: dict, which: np.ndarray) -> tupl
     for ks, cs, lo, hi in zip(keys, cols, bounds[:-1].tolist(), bounds[1:].tolist()):
         if not (isinstance(ks, list) and isinstance(cs, list) and len(cs) == len(ks)) or set(map(type, ks)) - {str}:
             raise SnapshotUnusable("metadata columns do not fit together", True)
-        ks, rows, makers = tuple(s.setdefault(k, k) for k in ks), order[lo:hi], []
+        ks, rows, columns = tuple(s.setdefault(k, k) for k in ks), order[lo:hi], []
         for k, d in zip(ks, cs):
             kind = d[0] if isinstance(d, list) and d else None
             if kind == 'j':
                 if not (len(d) == 2 and isinstance(d[1], list) and len(d[1]) == hi - lo): raise SnapshotUnusable("a metadata column does not fit", True)
                 c = [tuple(v) if type(v) is list else s.setdefault(v, v) if type(v) is str and len(v) <= 64 else v for v in d[1]]
-                make, obj = (lambda c=c: c), c
+                col, obj = (c, None), None
             else:
                 a = arrays.get(d[-1]) if kind in ('s', 'f', 'i', 'b') and isinstance(d[-1], str) else None
                 if a is None or a.dtype.kind != {'s': 'i', 'f': 'f', 'i': 'i', 'b': 'b'}[kind] or a.size != hi - lo:
@@ -645,12 +666,12 @@ def _meta_rows(self: _Mirror, mc: dict, arrays: dict, which: np.ndarray) -> tupl
                     if voc is None or set(map(type, voc)) - {str} or (a.size and not 0 <= a.min() <= a.max() < len(voc)):
                         raise SnapshotUnusable("a string column does not fit", True)
                     voc = [s.setdefault(v, v) if len(v) <= 64 else v for v in voc]      # each distinct string interned once
-                    make = lambda a=a, voc=voc: list(map(voc.__getitem__, a.tolist()))
-                    vo = np.empty(len(voc), object); vo[:] = voc; obj = vo[a]
-                else: make, obj = a.tolist, a.astype(object)        # (Python floats, ints, bools: not numpy scalars)
-            makers.append(make)
-            if k in fields: fields[k][rows] = obj if isinstance(obj, np.ndarray) else _objects(obj)
-        schemas.append([ks, makers, None])
+                    vo = np.empty(len(voc), object); vo[:] = voc
+                    col, obj = (a, voc), vo[a]
+                else: col, obj = (a, None), a.astype(object)        # (Python floats, ints, bools: not numpy scalars)
+            columns.append(col)
+            if k in fields: fields[k][rows] = _objects(c) if kind == 'j' else obj
+        schemas.append([ks, columns, None])
     return _LazyMetas(schemas, which.tolist(), pos.tolist()), {k: v.tolist() for k, v in fields.items()}
 
 def _objects(c: list) -> np.ndarray:
@@ -674,7 +695,7 @@ def _compact_segments(segments: list, keep: np.ndarray) -> list:
 def save(self: _Mirror, path, stamp: dict) -> int:
     "Write the snapshot of this mirror to `path` atomically (a temporary file, fsync, `os.replace`); `stamp` says what it mirrors. Returns its size."
     live = [rn for rn, i in enumerate(self.ids) if i is not None]
-    mc, marrays, which = _meta_columns([self.metas[rn] for rn in live])
+    mc, marrays, which = _meta_columns(self.metas, live)
     rows = {'ids': [self.ids[rn] for rn in live], 'docs': [self.docs[rn] for rn in live], 'metas': mc}
     segs, indexed = self.segments, self.indexed
     if len(live) < len(self.ids):                          # gone rows: leave them out, renumber the index
@@ -782,4 +803,5 @@ def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
         if gc_on: gc.enable()
 
 _Mirror.restore = _restore
+
 
