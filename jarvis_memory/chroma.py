@@ -899,7 +899,7 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
         ids, dist = r['ids'][0], r['distances'][0]
         dd = dict(zip(ids, dist))
         out = [(it, 1.0 - float(dd[it.id])) for it in self._items(scope, policy, ids, r['documents'][0], r['metadatas'][0], pred=pred)][:k]
-        return out if _proven(out, k, ids, dist, kq, min_cosine) else None
+        return out if _proven(out, k, len(ids) < kq, dist, min_cosine) else None
     with m.lock:
         ok = self._ok(scope, policy, pred, m)
         if len(m) <= self.settings.exact_rows:           # few rows: one matrix product over the mirror's vectors, exact
@@ -921,7 +921,6 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
                 r = c.col.query(query_embeddings=[q], n_results=n, include=['distances'])
                 ids, dist = r['ids'][0], r['distances'][0]
                 whole = len(ids) < n
-            n = len(ids) + 1 if whole else len(ids)      # (`_proven` reads "fewer than n came back" as "all of them")
             rns = [m.rn.get(i) for i in ids]
             if None in rns:                              # Chroma has a row the mirror lacks: never expected
                 _log.error("mirror of %s is missing rows Chroma returned; reloading it", c.col.name)
@@ -930,17 +929,18 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
             near = {i: 1.0 - float(d) for i, d in zip(ids, dist)}
             m.near = (q.tobytes(), m.version, near)
             found = [(rn, near[m.ids[rn]]) for rn in m.passing(rns, pred, ok, k)]
-            if _proven(found, k, ids, dist, n, min_cosine): return [(m.item(rn), cos) for rn, cos in found]
+            if _proven(found, k, whole, dist, min_cosine): return [(m.item(rn), cos) for rn, cos in found]
             if small:                                    # crowded: small groups exactly, the proof for the large ones only
                 found = [(rn, near[m.ids[rn]]) for rn in m.passing(rns, pred, ok, k, codes)]
-                if _proven(found, k, ids, dist, n, min_cosine):
+                if _proven(found, k, whole, dist, min_cosine):
                     exact = top_small() if exact is None else exact
                     return [(m.item(rn), cos) for rn, cos in sorted(exact + found, key=lambda p: -p[1])[:k]]
     return None
 
-def _proven(found, k, ids, dist, n, min_cosine) -> bool:
-    "Are the rows `found` among the `n` nearest the filtered top-k? (see the conditions above)"
-    return len(found) >= k or len(ids) < n or (min_cosine is not None and bool(ids) and 1.0 - float(max(dist)) < min_cosine)
+def _proven(found, k, whole, dist, min_cosine) -> bool:
+    "Are the rows `found` (of the nearest rows, at distances `dist`) the filtered top-k? Yes if k of them passed, if the"
+    "search returned every row (`whole`), or if its farthest row is below `min_cosine` (see the conditions above)."
+    return len(found) >= k or whole or (min_cosine is not None and bool(dist) and 1.0 - float(max(dist)) < min_cosine)
 
 # %% ../nbs/05_chroma.ipynb #bca9de5e
 @patch

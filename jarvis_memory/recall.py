@@ -211,9 +211,9 @@ def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings
     return core_facts(pool, k)
 
 # %% ../nbs/19_recall.ipynb #e561280b
-def _fetch_sources(store: MemoryStore, scope: MemoryScope, ids: list[str], include_embeddings: bool) -> list[MemoryItem]:
+def _fetch_sources(store: MemoryStore, scope: MemoryScope, ids: list[str]) -> list[MemoryItem]:
     "The one store lookup of source recall: `store.get` under the READER's scope, so the read policy applies (S-1.6, S-8.2)."
-    return store.get(scope, ids, include_embeddings=include_embeddings)
+    return store.get(scope, ids)
 
 def _query_vec(v) -> np.ndarray | None:
     if v is None: return None
@@ -237,7 +237,7 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
     if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
     ranges = list(ranges)
     floor, out = store.settings.min_cosine, []
-    got = _fetch_sources(store, scope, want, False)
+    got = _fetch_sources(store, scope, want)
     bm = store.lexical_scores(scope, query, [it.id for it in got]) if query.strip() and got else {}
     cos = store.cosines(scope, [it.id for it in got], q) if q is not None and got else {}
     for it in got:

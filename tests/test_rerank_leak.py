@@ -113,20 +113,20 @@ def test_fixed_scenario_never_leaks(world):
 
 
 # ------------------------------------------------------------------------------------------------- the oracle can fail
-def _leaky_writer_scope(store, scope, ids, include_embeddings):
+def _leaky_writer_scope(store, scope, ids):
     "BUG ON PURPOSE: fetch with the scope of every writing agent of the user, not the reader's."
     found = {}
     for agent in ('main', 'karen'):
-        for it in store.get(MemoryScope(scope.user_id, agent), ids, include_embeddings=include_embeddings):
+        for it in store.get(MemoryScope(scope.user_id, agent), ids):
             found.setdefault(it.id, it)
     return list(found.values())
 
 
-def _leaky_any_user(store, scope, ids, include_embeddings):
+def _leaky_any_user(store, scope, ids):
     "BUG ON PURPOSE: look the ids up in every user's collection."
     found = {}
     for user in ('alice', 'bob'):
-        for it in store.get(MemoryScope(user, scope.agent_id), ids, include_embeddings=include_embeddings):
+        for it in store.get(MemoryScope(user, scope.agent_id), ids):
             found.setdefault(it.id, it)
     return list(found.values())
 
