@@ -28,7 +28,7 @@ from .settings import Settings
 from .embeddings import Embedder, EmbeddingError
 from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP,
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
-                                 _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks)
+                                 _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks, passes_floor)
 from .mirror import _Mirror, _FLUSH_N, _SMALL, SnapshotUnusable
 from .lexical import LexicalIndex, lexical_text
 from .language import recall_terms, case_variants
@@ -856,7 +856,7 @@ def get(self: ChromaStore, scope: MemoryScope, ids, *, include_embeddings: bool 
 @_guarded
 def search(self: ChromaStore, scope: MemoryScope, query: str | None = None, *, embedding=None, k: int = 20,
            min_cosine: float | None = None, filter: Filter | None = None) -> list[tuple[MemoryItem, float]]:
-    "The `k` nearest items `scope` may read, as `(item, cosine)` best first; cosine >= `min_cosine` if given (to float rounding: `_COS_EPS`)."
+    "The `k` nearest items `scope` may read, as `(item, cosine)` best first; cosine passes `min_cosine` if given (`passes_floor`)."
     if (query is None) == (embedding is None): raise StoreError("search takes a query text or an embedding (exactly one)")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise StoreError(f"k must be an int >= 1, got {k!r}")
     if min_cosine is not None and (isinstance(min_cosine, bool) or not isinstance(min_cosine, (int, float)) or not -1 <= min_cosine <= 1):
@@ -884,12 +884,10 @@ def search(self: ChromaStore, scope: MemoryScope, query: str | None = None, *, e
         else:
             dist = dict(zip(r['ids'][0], r['distances'][0]))
             out = [(it, 1.0 - float(dist[it.id])) for it in self._items(scope, policy, r['ids'][0], r['documents'][0], r['metadatas'][0])]
-    if min_cosine is not None: out = [(it, s) for it, s in out if s >= min_cosine - _COS_EPS]
+    if min_cosine is not None: out = [(it, s) for it, s in out if passes_floor(s, min_cosine)]
     return sorted(out, key=lambda p: -p[1])
 
 _FAST_K = {True: (8, 256), False: (4, 64)}      # k' = max(a * k, b), with / without a mirror; then 4 k' and 16 k'
-_COS_EPS = 1e-6     # the floor's slack: Chroma's and the mirror's float32 arithmetic differ by ~1e-8 on one cosine, and a row
-                    # orthogonal to the query (cosine 0, common with sparse vectors) must pass floor 0 whichever path answers
 
 @patch
 def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
@@ -941,8 +939,8 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
 
 def _proven(found, k, whole, dist, min_cosine) -> bool:
     "Are the rows `found` (of the nearest rows, at distances `dist`) the filtered top-k? Yes if k of them passed, if the"
-    "search returned every row (`whole`), or if its farthest row is below `min_cosine` (see the conditions above)."
-    return len(found) >= k or whole or (min_cosine is not None and bool(dist) and 1.0 - float(max(dist)) < min_cosine - _COS_EPS)
+    "search returned every row (`whole`), or if its farthest row fails the floor `min_cosine` (see the conditions above)."
+    return len(found) >= k or whole or (bool(dist) and not passes_floor(1.0 - float(max(dist)), min_cosine))
 
 # %% ../nbs/05_chroma.ipynb #bca9de5e
 @patch

@@ -600,7 +600,7 @@ def _gather(col: tuple, P: np.ndarray) -> tuple[list, np.ndarray | None]:
     "The rows at positions `P` of a restored column `(data, vocabulary or None)`, as `_column` writes it."
     data, voc = col
     if voc is not None: return ['s', voc], data[P]
-    if isinstance(data, np.ndarray): return [{'f': 'f', 'i': 'i', 'b': 'b'}[data.dtype.kind]], data[P]
+    if isinstance(data, np.ndarray): return [data.dtype.kind], data[P]        # 'f', 'i' or 'b', the kinds _column writes raw
     return ['j', [data[p] for p in P.tolist()]], None
 
 def _values(col: tuple) -> list:

@@ -15,7 +15,7 @@ import numpy as np
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, SUPERSEDED
 from .settings import Settings
 from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
-from .store import MemoryStore, Filter, StoreError
+from .store import MemoryStore, Filter, StoreError, passes_floor
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
 from .language import recall_terms, term_share, is_contentless, case_variants, content_count, asks_or_requests
@@ -245,7 +245,7 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
         rel = None if (c := cos.get(it.id)) is None else max(-1.0, min(1.0, float(c)))
         cue = term_share(terms, it.content)
         pools = {'keyword'} if cue > 0 else set()
-        if rel is not None and rel >= floor: pools.add('nearest')
+        if rel is not None and passes_floor(rel, floor): pools.add('nearest')
         lex, timely = max(0.0, bm.get(it.id, 0.0)), _timely(it, ranges)
         if lex > 0: pools.add('lexical')
         if timely: pools.add('temporal')
@@ -414,7 +414,7 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     settings = _check_settings(settings)
     cands = _merge((None, c) for c in _candidates(candidates))
     floor, k = settings.min_cosine, settings.rrf_k
-    member = {'vector': lambda c: c.relevance is not None and c.relevance >= floor, 'lexical': lambda c: c.lexical > 0,
+    member = {'vector': lambda c: c.relevance is not None and passes_floor(c.relevance, floor), 'lexical': lambda c: c.lexical > 0,
               'temporal': lambda c: c.timely, 'recent': lambda c: 'recent' in c.pools and c.initiative > 0}
     key = {'vector': lambda c: c.relevance, 'lexical': lambda c: c.lexical,
            'temporal': lambda c: -1.0 if c.relevance is None else c.relevance, 'recent': lambda c: c.initiative}

@@ -18,8 +18,8 @@ from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, 
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['STORE_BACKENDS', 'StoreError', 'StoreUnavailable', 'StoreLockedError', 'MemoryStore', 'row_context', 'row_superseded',
-           'Filter', 'ReadClause', 'open_store']
+__all__ = ['COS_EPS', 'STORE_BACKENDS', 'StoreError', 'StoreUnavailable', 'StoreLockedError', 'MemoryStore', 'passes_floor',
+           'row_context', 'row_superseded', 'Filter', 'ReadClause', 'open_store']
 
 # %% ../nbs/03_store.ipynb #2cc151c0
 _log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class MemoryStore(Protocol):
         "Items `scope` may read whose content contains any of `terms` (exact substring), newest first, at most `limit`."
     def search(self, scope: MemoryScope, query: str | None = None, *, embedding=None, k: int = 20,
                min_cosine: float | None = None, filter: Filter | None = None) -> list[tuple[MemoryItem, float]]:
-        "The `k` nearest items `scope` may read, as `(item, cosine)` best first; cosine >= `min_cosine` if given."
+        "The `k` nearest items `scope` may read, as `(item, cosine)` best first; cosine passes `min_cosine` if given (`passes_floor`)."
     def cosines(self, scope: MemoryScope, ids, embedding) -> dict:
         "Cosine between `embedding` and each readable item among `ids` that has a vector: `{id: cosine}`."
     def lexical(self, scope: MemoryScope, query: str, *, k: int = 20, filter: Filter | None = None) -> list[tuple[MemoryItem, float]]:
@@ -87,6 +87,14 @@ class MemoryStore(Protocol):
         "Release the backend (connections, locks). Idempotent."
     def __enter__(self): ...
     def __exit__(self, *exc): ...
+
+
+# %% ../nbs/03_store.ipynb #284555f8
+COS_EPS = 1e-6      # float32 rounding of one cosine is ~1e-8; the slack is far below any floor's meaning
+
+def passes_floor(cos: float, floor: float | None) -> bool:
+    "Does `cos` reach the vector floor `floor` (None: no floor)? To float rounding (`COS_EPS`); the one floor test (S-5.4)."
+    return floor is None or cos >= floor - COS_EPS
 
 
 # %% ../nbs/03_store.ipynb #f3f4a23c
