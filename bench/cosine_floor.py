@@ -32,4 +32,4 @@ un, go = S[other], S[gold]
 print(f"{a.data}: {len(qs)} questions, {len(lines)} lines, embedder {emb.name}")
 print(f"unrelated pairs {un.size}: percentiles 50/90/95/99 = {np.round(np.percentile(un, [50, 90, 95, 99]), 3).tolist()}")
 print(f"gold pairs {go.size}: percentiles 10/25/50/75 = {np.round(np.percentile(go, [10, 25, 50, 75]), 3).tolist()}")
-print(f"floor {s.min_cosine}: keeps out {np.mean(un < s.min_cosine):.1%} of unrelated pairs and {np.mean(go < s.min_cosine):.1%} of gold pairs")
+print(f"floor {s.vector_floor}: keeps out {np.mean(un < s.vector_floor):.1%} of unrelated pairs and {np.mean(go < s.vector_floor):.1%} of gold pairs")

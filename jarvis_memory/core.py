@@ -113,7 +113,7 @@ def write_fact(self: MemoryCore, scope: MemoryScope, source: str, content: str, 
                         created_at=self._now(at), metadata=meta)
     similar = []
     if self.store.embedder is not None:
-        similar = [o for o, cos in self.store.search(scope, content, k=5, min_cosine=self.settings.interference_similarity,
+        similar = [o for o, cos in self.store.search(scope, content, k=5, min_cosine=self.settings.interference_cosine,
                                                       filter=Filter(layers=('semantic',)))
                    if o.id != it.id and o.metadata.get('topic') != topic]
     if similar: it.metadata['interference'] = [o.id for o in similar]

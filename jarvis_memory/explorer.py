@@ -160,7 +160,7 @@ def _hidden(svc: MemoryService, scope, obs: Observation, qv) -> list[Candidate]:
     for flt, keep in ((Filter(sources=('thought',)), lambda it: True),
                       (Filter(layers=('semantic',), include_superseded=True), lambda it: bool(it.metadata.get('superseded_by')))):
         hits = [(it, 'keyword') for it in (store.keyword(scope, case_variants(obs.terms), filter=flt, limit=4 * s.pool_size) if obs.terms else [])]
-        if qv is not None: hits += [(it, 'nearest') for it, _ in store.search(scope, embedding=qv, k=s.pool_size, min_cosine=s.min_cosine, filter=flt)]
+        if qv is not None: hits += [(it, 'nearest') for it, _ in store.search(scope, embedding=qv, k=s.pool_size, min_cosine=s.vector_floor, filter=flt)]
         for it, pool in hits:
             if keep(it): found.setdefault(it.id, it); pools.setdefault(it.id, set()).add(pool)
     cos = _cosines(store, scope, list(found.values()), qv)

@@ -171,7 +171,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     kw = store.keyword(scope, case_variants(terms), filter=flt, limit=n * 4) if terms and not legs else []   # BM25 replaces it
     vec, qv = [], (query_embedding if query_embedding is not None else query_vector(store, query))
     if qv is not None:
-        vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.min_cosine, filter=flt)
+        vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.vector_floor, filter=flt)
     lex = store.lexical(scope, query, k=n, filter=flt) if legs and query.strip() else []
     tmp = _in_ranges(store, scope, ranges, n, qv, until) if ranges else []
     late = store.list(scope, filter=flt, order_by='created_at', limit=n) if recent and legs else []   # the initiative leg
@@ -236,7 +236,7 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
     if not want: return []
     if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
     ranges = list(ranges)
-    floor, out = store.settings.min_cosine, []
+    floor, out = store.settings.vector_floor, []
     got = _fetch_sources(store, scope, want)
     bm = store.lexical_scores(scope, query, [it.id for it in got]) if query.strip() and got else {}
     cos = store.cosines(scope, [it.id for it in got], q) if q is not None and got else {}
@@ -413,7 +413,7 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
     "Fusion of the vector, lexical, temporal and recent legs over `candidates` (merged by id): each gets `fused` in 0..1 and its `legs` ranks; `settings.fusion` says how ('score': each leg's score as a share of its best, averaged; 'rrf': reciprocal ranks)."
     settings = _check_settings(settings)
     cands = _merge((None, c) for c in _candidates(candidates))
-    floor, k = settings.min_cosine, settings.rrf_k
+    floor, k = settings.vector_floor, settings.rrf_k
     member = {'vector': lambda c: c.relevance is not None and passes_floor(c.relevance, floor), 'lexical': lambda c: c.lexical > 0,
               'temporal': lambda c: c.timely, 'recent': lambda c: 'recent' in c.pools and c.initiative > 0}
     key = {'vector': lambda c: c.relevance, 'lexical': lambda c: c.lexical,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace, asdict
 from .scope import MemoryInputError, KINDS
 
 # %% auto #0
-__all__ = ['ENV_PREFIX', 'SettingsError', 'Settings']
+__all__ = ['ENV_PREFIX', 'COSINE_SCALES', 'SettingsError', 'Settings', 'cosine_scale']
 
 # %% ../nbs/01_settings.ipynb #1d8c11b4
 ENV_PREFIX = 'JARVIS_MEMORY__'
@@ -47,7 +47,7 @@ class Settings:
     # S-5 recall query
     query_chars: int = 200             # S-5.1
     deixis_min_chars: int = 8          # S-5.2: shorter utterances get the previous exchange
-    min_cosine: float = 0.3            # vector pool floor (S-5.4); for USE the 95th pct of unrelated pairs (bench/cosine_floor.py)
+    min_cosine: float | None = None    # vector pool floor (S-5.4); None: the embedder's calibrated one (`vector_floor`)
     pool_size: int = 20                # candidates per pool (newest, most important, nearest)
     fusion: str = 'score'              # vector, BM25 and time legs fused by their scores, each relative to its leg's best
                                        # (issue 13); 'rrf': by reciprocal rank; 'none': cosine only
@@ -68,7 +68,7 @@ class Settings:
     explicit_importance: float = 0.8   # S-2.3
     # S-7 consolidation
     extract_min_importance: float = 0.5   # S-7.3
-    interference_similarity: float = 0.6  # S-2.5, S-7.5
+    interference_similarity: float | None = None  # S-2.5, S-7.5; None: the embedder's calibrated one (`interference_cosine`)
     consolidate_batch: int = 50           # S-7.2
     procedure_min_success: int = 3        # S-7.6
     consolidate_on_idle: bool = True      # S-7.8
@@ -86,7 +86,7 @@ class Settings:
     write_behind: int = 32                # rows that may wait in the write journal before Chroma gets them together (0: every write at once)
     team_dir: str = 'team'                # team/<agent>.yaml read policies
     cache_dir: str = '.jarvis_memory/cache'
-    # embeddings (S-11.1): use | openai | hashing | none
+    # embeddings (S-11.1): use | e5 | openai | hashing | none
     embedding_provider: str = 'use'
     embedding_model: str = ''
     embedding_dim: int = 0
@@ -100,6 +100,16 @@ class Settings:
     llm_retries: int = 2
 
     def __post_init__(self): _validate(self)
+
+    @property
+    def vector_floor(self) -> float:
+        "The vector pool's cosine floor: `min_cosine` if set, else the calibrated floor of the embedder in use (`COSINE_SCALES`)."
+        return self.min_cosine if self.min_cosine is not None else COSINE_SCALES[cosine_scale(self)][0]
+
+    @property
+    def interference_cosine(self) -> float:
+        "The cosine from which two facts of different topics interfere (S-2.5): `interference_similarity` if set, else the embedder's."
+        return self.interference_similarity if self.interference_similarity is not None else COSINE_SCALES[cosine_scale(self)][1]
 
     def replace(self, **kw) -> Settings:
         "A copy with `kw` changed (validated); unknown names raise `SettingsError`."
@@ -130,6 +140,7 @@ def _coerce(var, raw: str, default):
             raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
         if isinstance(default, int): return int(raw)
         if isinstance(default, float): return float(raw)
+        if default is None: return None if raw.strip().lower() in ('', 'none') else float(raw)   # a calibrated default
         return raw
     except ValueError as e: raise SettingsError(f"{var}={raw!r}: {e}") from None
 
@@ -143,6 +154,8 @@ def _set_path(d: dict, var: str, raw: str):
             if isinstance(node[k], dict): raise SettingsError(f"{var} names a group; set one of its keys, e.g. {var}__{next(iter(node[k])).upper()}")
             node[k] = _coerce(var, raw, node[k])
         else: node = node[k]
+
+_NONE_OK = frozenset({'min_cosine', 'interference_similarity'})   # None: the embedder's calibrated value
 
 def _validate(s: Settings):
     pos_int = ('stm_turns', 'working_notes_max', 'turn_chars', 'part_head_chars', 'query_chars', 'pool_size',
@@ -159,6 +172,7 @@ def _validate(s: Settings):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0: raise SettingsError(f"{k} must be an int >= 0, got {v!r}")
     for k in unit:
         v = getattr(s, k)
+        if v is None and k in _NONE_OK: continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1: raise SettingsError(f"{k} must be in 0..1, got {v!r}")
     for k in ('idle_seconds', 'llm_timeout', 'rehearsal_slowdown'):
         v = getattr(s, k)
@@ -176,5 +190,15 @@ def _validate(s: Settings):
             elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise SettingsError(f"{group}[{kind!r}] must be a number of days > 0, got {v!r}")
     if s.fusion not in ('rrf', 'score', 'none'): raise SettingsError(f"fusion must be 'rrf', 'score' or 'none', got {s.fusion!r}")
-    if s.embedding_provider not in ('use', 'openai', 'hashing', 'none'):
-        raise SettingsError(f"embedding_provider must be one of use, openai, hashing, none; got {s.embedding_provider!r}")
+    if s.embedding_provider not in ('use', 'e5', 'openai', 'hashing', 'none'):
+        raise SettingsError(f"embedding_provider must be one of use, e5, openai, hashing, none; got {s.embedding_provider!r}")
+
+# %% ../nbs/01_settings.ipynb #5da8827b
+COSINE_SCALES = {'use': (0.3, 0.6),      # (vector floor, interference cosine); measured, see above
+                 'e5': (0.85, 0.92)}
+
+def cosine_scale(s: Settings) -> str:
+    "Which calibration of `COSINE_SCALES` the embedder of `s` has: 'e5' for multilingual-e5 (in process or served), else 'use'."
+    e5 = s.embedding_provider == 'e5' or (s.embedding_provider == 'openai' and 'e5' in s.embedding_model.lower())
+    return 'e5' if e5 else 'use'
+
