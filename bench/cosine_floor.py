@@ -1,12 +1,13 @@
-"""Where the vector pool's cosine floor (`Settings.min_cosine`, S-5.4) sits for an embedder, measured on our own data.
+"""Where the vector pool's cosine floor (`Settings.vector_floor`, S-5.4) sits for an embedder, measured on our own data.
 
-    .venv/bin/python bench/cosine_floor.py [--data data/jarvis_dialogues.json] [--provider use|hashing]
+    .venv/bin/python bench/cosine_floor.py [--data data/jarvis_dialogues.json] [--provider use|e5|hashing]
 
 A floor should let through what is related and keep out what is not. Our team-written benchmark gives both
 without looking at any public benchmark's answers: a question and a line of *another* conversation are unrelated
 by construction; a question and its own gold lines are related. The script prints percentiles of both cosine
 distributions (question embedded in query mode, lines in passage mode) and the share of gold pairs the floor
-keeps out. Not a test: it prints, and the note of issue 13 quotes it.
+keeps out; then where USE's interference cosine (0.6, S-2.5) sits among unrelated line-line pairs, and this
+embedder's cosine at that percentile (the rule of `Settings.interference_cosine`). Not a test: it prints, and the note of issue 13 quotes it.
 """
 import argparse
 import numpy as np
@@ -33,3 +34,11 @@ print(f"{a.data}: {len(qs)} questions, {len(lines)} lines, embedder {emb.name}")
 print(f"unrelated pairs {un.size}: percentiles 50/90/95/99 = {np.round(np.percentile(un, [50, 90, 95, 99]), 3).tolist()}")
 print(f"gold pairs {go.size}: percentiles 10/25/50/75 = {np.round(np.percentile(go, [10, 25, 50, 75]), 3).tolist()}")
 print(f"floor {s.vector_floor}: keeps out {np.mean(un < s.vector_floor):.1%} of unrelated pairs and {np.mean(go < s.vector_floor):.1%} of gold pairs")
+# The interference cosine (S-2.5) compares two stored texts, so its rule reads line-line pairs of different
+# conversations: where USE's 0.6 sits among them, and this embedder's cosine at that same percentile.
+cid = np.array([c for c, _, _ in lines])
+apart = cid[:, None] != cid[None, :]
+use_L = L if emb.name == get_embedder(Settings()).name else unit(np.asarray(get_embedder(Settings()).embed([t for _, _, t in lines]), dtype=np.float32))
+pct = float(np.mean((use_L @ use_L.T)[apart] < 0.6)) * 100
+print(f"interference: USE's 0.6 is the {pct:.1f}th percentile of unrelated line-line pairs; {emb.name} there: "
+      f"{np.percentile((L @ L.T)[apart], pct):.3f} (setting: {s.interference_cosine})")
