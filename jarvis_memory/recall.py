@@ -207,8 +207,18 @@ def core_block(store: MemoryStore, scopes: list[MemoryScope], settings: Settings
     if k == 0: return []
     flt, n, pool = Filter(layers=('semantic',), until=until, include_superseded=until is not None), max(settings.pool_size, k), []
     for sc in scopes:
-        pool += _as_of(store, sc, store.list(sc, filter=flt, order_by='importance', limit=n) + store.list(sc, filter=flt, order_by='created_at', limit=n), until)
+        top = store.list(sc, filter=flt, order_by='importance', limit=n)
+        if until is not None or not _settled(top, n, k):
+            top = top + store.list(sc, filter=flt, order_by='created_at', limit=n)
+        pool += _as_of(store, sc, top, until)
     return core_facts(pool, k)
+
+def _settled(top: list, n: int, k: int) -> bool:
+    "Do the `n` most important facts `top` already decide a scope's top `k`? Yes if they are all its facts, or if their `k`-th"
+    "eligible one is strictly more important than the last listed, so no fact left out (none more important) can enter, tie or not."
+    if len(top) < n: return True
+    chosen = core_facts(top, k)
+    return len(chosen) == k and chosen[-1].importance > top[-1].importance
 
 # %% ../nbs/19_recall.ipynb #e561280b
 def _fetch_sources(store: MemoryStore, scope: MemoryScope, ids: list[str]) -> list[MemoryItem]:
