@@ -38,7 +38,8 @@ print(f"floor {s.vector_floor}: keeps out {np.mean(un < s.vector_floor):.1%} of 
 # conversations: where USE's 0.6 sits among them, and this embedder's cosine at that same percentile.
 cid = np.array([c for c, _, _ in lines])
 apart = cid[:, None] != cid[None, :]
-use_L = L if emb.name == get_embedder(Settings()).name else unit(np.asarray(get_embedder(Settings()).embed([t for _, _, t in lines]), dtype=np.float32))
+use = get_embedder(Settings())                     # the default embedder, whose 0.6 the rule reads
+use_L = L if emb.name == use.name else unit(np.asarray(use.embed([t for _, _, t in lines]), dtype=np.float32))
 pct = float(np.mean((use_L @ use_L.T)[apart] < 0.6)) * 100
 print(f"interference: USE's 0.6 is the {pct:.1f}th percentile of unrelated line-line pairs; {emb.name} there: "
       f"{np.percentile((L @ L.T)[apart], pct):.3f} (setting: {s.interference_cosine})")
