@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/embedders.py [--data data/jarvis_dialogues.json] [--conversations N]
 
-Speed: wall time of one query, one ~220-character line, one ~3,000-character answer, and per text in a batch of
+Speed: wall time of one query, one 155-character line, one 3,100-character answer, and per text in a batch of
 64 (after a warm-up). Retrieval: every line of a conversation ranked by cosine with each question (query mode) and
 the share of questions whose every gold line is in the top k, per category and per language (of the question). Nothing of recall takes part: this isolates the embedder. `--data` takes any benchmark `memtax` reads
 (default: our own dialogues; LoCoMo with `--data locomo:../shared/data/locomo/locomo10.json`). Not a test: it prints, and
