@@ -371,7 +371,7 @@ class Recall:
     "One question's recall in one arm: what the reader sees, and (for the tax analysis) where each gold line ranked."
     shown: list
     candidates: int = 0
-    ranked_chars: int = 0                                # characters of the whole ranking, before the budget
+    ranked_lines: int = 0                                # lines of the whole ranking (core facts, then every ranked item), before the budget
     gold_rank: dict = field(default_factory=dict)        # gold line id -> (rank, characters before it, 'verbatim'|'fact') of its first hit
     legs: dict = field(default_factory=dict)             # gold line id -> {leg: best rank in that leg} over the candidates holding it (issue 13)
     contentless: int = 0                                 # shown speaker lines that say nothing on their own (issue 12, `shown_rows`)
@@ -392,12 +392,12 @@ def _gold_legs(mem: ConversationMemory, res, gold: dict) -> dict:
                 if r < best.get(leg, r + 1): best[leg] = r
     return out
 
-def _gold_rank(ranked: list[Shown], gold: dict[str, str]) -> dict:
-    "For each gold line id (-> its text): the first ranked item that shows it verbatim or derives from it."
+def _gold_rank(ranked: Iterable[Shown], gold: dict[str, str]) -> dict:
+    "For each gold line id (-> its text): the first ranked item that shows it verbatim or derives from it; reads `ranked` only until every gold line is found."
     out, before = {}, 0
     want = {e: norm_ws(t) for e, t in gold.items() if norm_ws(t)}
+    if not want: return out
     for i, s in enumerate(ranked):
-        if len(out) == len(want): break
         txt = None
         for e, t in want.items():
             if e in out: continue
@@ -406,6 +406,7 @@ def _gold_rank(ranked: list[Shown], gold: dict[str, str]) -> dict:
                 txt = txt if txt is not None else norm_ws(s.text)
                 if t in txt: out[e] = (i, before, 'verbatim')
         before += len(s.text)
+        if len(out) == len(want): break              # (not one item more is made)
     return out
 
 def history_at(conversation: Conversation, cut) -> list[dict]:
@@ -453,10 +454,10 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
                 reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns',
                                      now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
-            ranked = [shown_item(mem, ln) for ln in res.all_lines()]
+            ranked = (shown_item(mem, ln) for ln in res.iter_lines())   # made as `_gold_rank` reads: most questions stop early
             rows = [shown_rows(ln.item) for ln in res.lines]
             out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),
-                                  sum(len(x.text) for x in ranked), _gold_rank(ranked, gold), _gold_legs(mem, res, gold),
+                                  len(res.core) + len(res.ranked), _gold_rank(ranked, gold), _gold_legs(mem, res, gold),
                                   sum(e for _, e in rows), sum(n for n, _ in rows))
         if on_question is not None: on_question(q)
     return out
