@@ -162,7 +162,20 @@ def _memory_part(conv, qs, mem_arms: tuple, settings: Settings, pool: int, emb=N
         mem.close()
     return out
 
-_BUILTIN_MEMORY_ARMS = frozenset(MEMORY_ARMS)         # what a fresh worker process has registered
+def _plain_part(conv, qs, arms: tuple, settings: Settings, emb=None) -> dict:
+    "The arms without a family (`rag`) on one conversation: what each shows and stores; what `run_memtax` merges."
+    if emb is None: emb = cached(get_embedder(settings), settings.cache_dir)          # in a worker process
+    t0 = time.perf_counter()
+    out = dict(id=conv.id, shown={}, stored={}, secs=Counter())
+    for a in arms:
+        out['shown'][a] = ARMS[a](conv, qs, emb, settings)
+        if ARMS[a].stored is not None: out['stored'][a] = ARMS[a].stored(conv)
+    out['secs']['rag'] += time.perf_counter() - t0
+    return out
+
+def _fresh(arm: str) -> bool:
+    "Does a fresh worker process have `arm` as it is registered here? Only the arms this package defines: a new interpreter imports the package, nothing else."
+    return arm in ARMS and getattr(ARMS[arm].fn, '__module__', '').startswith('jarvis_memory.')
 
 _BLAS_VARS = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')
 
@@ -183,7 +196,7 @@ def _workers(workers, jobs: int, embedder, llm, mem_arms) -> int:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise MemtaxError(f"workers must be an int >= 0 (0: one per CPU, at most 4), got {workers!r}")
     if workers == 0: workers = min(4, os.cpu_count() or 1)
-    if embedder is not None or llm is not None or not set(mem_arms) <= _BUILTIN_MEMORY_ARMS: return 1
+    if embedder is not None or llm is not None or not all(_fresh(a) for a in mem_arms): return 1
     return max(1, min(workers, jobs))
 
 def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out='reports',
@@ -221,6 +234,8 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
     convs = [(conv, bench.questions_for(conv.id)) for conv in bench.conversations]
     mem_jobs = [(conv, qs) for conv, qs in convs if fams and qs]
     workers = _workers(workers, len(mem_jobs), embedder, llm, mem_arms)
+    plain = tuple(a for a in arms if a not in MEMORY_ARMS)
+    pooled = workers > 1 and all(_fresh(a) for a in plain)    # rag in the pool too, not in a third process beside it
     if 'turns' in fams and llm is None and workers <= 1: llm = default_llm(settings)   # (each worker builds its own)
     def merge(part: dict):
         for k, v in part['secs'].items(): secs[k] += v
@@ -230,21 +245,22 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
         for a, st in part['stored'].items(): res.stored[a][part['id']] = st
         if part['extraction'] is not None: res.extraction[part['id']] = part['extraction']
         if part['skipped']: res.skipped.append(part['skipped']); print(f"\n  {part['skipped']}", file=stream, flush=True)
+    def merge_plain(part: dict):
+        for k, v in part['secs'].items(): secs[k] += v
+        for a, got in part['shown'].items(): res.shown[a].update(got)
+        for a, st in part['stored'].items(): res.stored[a][part['id']] = st
     with Progress(len(bench.questions), 'questions', enabled=progress) as bar:
         pending = None
         if workers > 1:                               # the memory arms in worker processes, one conversation each
             ctx = multiprocessing.get_context('spawn')     # a fresh interpreter: no model or Chroma state forked
             pending = concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx)
             with _one_blas_thread():                       # (the workers start now, and read it as numpy loads)
-                futs = {pending.submit(_memory_part, conv, qs, tuple(mem_arms), settings, pool): conv.id for conv, qs in mem_jobs}
+                futs = {pending.submit(_memory_part, conv, qs, tuple(mem_arms), settings, pool): ('memory', conv.id) for conv, qs in mem_jobs}
+                if pooled:                                 # then rag, small jobs that fill the workers' tails
+                    futs.update({pending.submit(_plain_part, conv, qs, plain, settings): ('plain', conv.id) for conv, qs in convs})
         try:
-            for ci, (conv, qs) in enumerate(convs):    # the arms without a family (rag) here, meanwhile
-                t0 = time.perf_counter()
-                for a in arms:
-                    if a in MEMORY_ARMS: continue
-                    res.shown[a].update(ARMS[a](conv, qs, emb, settings))
-                    if ARMS[a].stored is not None: res.stored[a][conv.id] = ARMS[a].stored(conv)
-                secs['rag'] += time.perf_counter() - t0
+            for ci, (conv, qs) in enumerate(convs):
+                if not pooled: merge_plain(_plain_part(conv, qs, plain, settings, emb))     # the arms without a family here
                 if not fams or not qs: bar.update(len(qs), f"{conv.id} ({ci + 1}/{len(convs)})"); continue
                 if pending is not None: continue
                 bar.label = f"questions [{conv.id}: replaying]"; bar.update(0)
@@ -254,8 +270,10 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
                 parts = {}
                 for f in concurrent.futures.as_completed(futs):
                     parts[futs[f]] = f.result()
-                    bar.update(len(parts[futs[f]]['qids']))
-                for conv, qs in mem_jobs: merge(parts[conv.id])      # in the benchmark's order, as one process would
+                    if futs[f][0] == 'memory': bar.update(len(parts[futs[f]]['qids']))
+                for conv, qs in convs:                     # in the benchmark's order, as one process would
+                    if ('plain', conv.id) in parts: merge_plain(parts['plain', conv.id])
+                    if ('memory', conv.id) in parts: merge(parts['memory', conv.id])
         finally:
             if pending is not None: pending.shutdown(cancel_futures=True)
     t0 = time.perf_counter()
@@ -283,7 +301,7 @@ def run_memtax(data=None, budget: int = 5120, arms=None, conversations=None, out
         res.paths = write_reports(res, bench, out)
         print(f"\nper-question rows: {res.paths['jsonl']}\nHTML report:       {res.paths['html']}", file=stream)
     t = res.seconds
-    par = f"; replay, consolidation and recall summed over {workers} processes" if workers > 1 else ''
+    par = f"; {'rag, ' if pooled else ''}replay, consolidation and recall summed over {workers} processes" if workers > 1 else ''
     print(f"time: {t['total']:.0f} s (rag {t.get('rag', 0):.0f}, replay {t.get('ingest', 0):.0f}, consolidation "
           f"{t.get('consolidation', 0):.0f}, recall {t.get('recall', 0):.0f}, metrics {t.get('metrics', 0):.0f}{par})", file=stream, flush=True)
     return res

@@ -6,8 +6,8 @@ offline embedder (USE) and the committed extraction answers; each worker is a fr
 import io
 from pathlib import Path
 
-from jarvis_memory.memtax import run_memtax, _workers
-from jarvis_memory.arms import MemtaxError
+from jarvis_memory.memtax import run_memtax, _workers, _fresh
+from jarvis_memory.arms import ARMS, MemtaxError, arm
 
 import pytest
 
@@ -35,7 +35,7 @@ CONVS = first_two()
 def test_two_processes_show_what_one_shows():
     one, out1 = run(1)
     two, out2 = run(2)
-    assert 'summed over 2 processes' in out2 and 'summed over' not in out1     # the workers really ran
+    assert 'rag, replay, consolidation and recall summed over 2 processes' in out2 and 'summed over' not in out1   # the workers ran rag too
     assert len(one.common) > 20
     for arm in ('rag', 'turns+src'):
         assert set(one.shown[arm]) == set(two.shown[arm])
@@ -55,3 +55,21 @@ def test_workers_rule():
     assert 1 <= _workers(0, 10, None, None, []) <= 4                 # 0: one per CPU, at most 4
     for bad in (-1, 1.5, True, '2'):
         with pytest.raises(MemtaxError, match='workers'): _workers(bad, 10, None, None, [])
+
+
+def test_only_package_arms_go_to_workers():
+    "A new interpreter imports the package and nothing else: an arm registered here (even one that shadows a package arm) stays here."
+    assert _fresh('rag') and _fresh('turns+src')
+    assert not _fresh('no-such-arm')
+    @arm('my-plain')
+    def my_plain(conversation, questions, embedder, settings=None): return {q.id: [] for q in questions}
+    try:
+        assert not _fresh('my-plain')
+        buf = io.StringIO()
+        res = run_memtax(str(DATA), budget=800, arms='my-plain,turns+src', conversations=CONVS, out=None,
+                         progress=False, stream=buf, workers=2)
+        out = buf.getvalue()         # the memory arms in the workers, rag and my-plain in this process
+        assert 'replay, consolidation and recall summed over 2 processes' in out and 'rag, replay' not in out
+        assert set(res.shown['my-plain']) == set(res.shown['rag']) == set(res.shown['turns+src']) and len(res.common) > 20
+    finally:
+        ARMS.pop('my-plain')
