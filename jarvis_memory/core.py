@@ -12,7 +12,7 @@ from dataclasses import replace
 from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id,
                                  check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag, natural_prefix)
 from .settings import Settings
-from .store import MemoryStore, Filter, open_store
+from .store import MemoryStore, Filter, open_store, is_store
 from .window import HistoryError, split_turns, opening, WorkingMemories, answered_line
 from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id
 from .language import points_back, clean_text
@@ -29,7 +29,7 @@ class MemoryCore:
     "The state memory policies work on — store, settings, clock, working memories — and the writes of S-2 and S-4."
     def __init__(self, store: MemoryStore, settings: Settings | None = None, *, clock=time.time,
                  working: WorkingMemories | None = None):
-        if not isinstance(store, MemoryStore): raise MemoryInputError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
+        if not is_store(store): raise MemoryInputError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
         if settings is not None and not isinstance(settings, Settings):
             raise MemoryInputError(f"settings must be a Settings, got {type(settings).__name__}")
         if not callable(clock): raise MemoryInputError(f"clock must be a callable returning Unix seconds, got {clock!r}")

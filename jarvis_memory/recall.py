@@ -15,7 +15,7 @@ import numpy as np
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, SUPERSEDED
 from .settings import Settings
 from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
-from .store import MemoryStore, Filter, StoreError, passes_floor
+from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
 from .language import recall_terms, term_share, is_contentless, case_variants, content_count, asks_or_requests
@@ -114,7 +114,7 @@ def session_key(item: MemoryItem) -> tuple | None:
 RECALL_FILTER = Filter(layers=('semantic', 'edm'), exclude_sources=('thought',))
 
 def _check_store(store) -> MemoryStore:
-    if not isinstance(store, MemoryStore): raise StoreError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
+    if not is_store(store): raise StoreError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
     return store
 
 def query_vector(store: MemoryStore, query: str):
