@@ -53,11 +53,11 @@ class Embedder:
         n = self.batch_size
         return np.concatenate([np.asarray(f(texts[i:i + n]), dtype=np.float32) for i in range(0, len(texts), n)])
 
+    def __repr__(self): return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
 def _check_batch(batch_size) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1: raise EmbeddingError(f"batch_size must be an int >= 1, got {batch_size!r}")
     return batch_size
-
-    def __repr__(self): return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
 
 def _check_texts(texts) -> list[str]:
     if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
