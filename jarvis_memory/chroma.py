@@ -648,21 +648,39 @@ def _flush_all(client, shared: _Shared) -> int:
         _settle_all(shared)
         return sum(_write_back(shared, m, client) for m in list(shared.mirrors.values()))
 
+def _prefetch_index(c: _Col) -> threading.Thread:
+    "Start loading `c`'s vector index in a thread (Chroma reads it from disk on the collection's first query): a query for"
+    "one neighbour of a placeholder vector, on the raw collection (a waiting write is not sent from this thread). Errors"
+    "are left to the first real search, which meets them again."
+    col = c.col.raw if isinstance(c.col, _Deferred) else c.col
+    q = _placeholder(c.dim)
+    def run():
+        try: col.query(query_embeddings=[q], n_results=1, include=[])
+        except Exception as e: _log.debug("prefetching the vector index of %s failed (%s)", col.name, e)
+    t = threading.Thread(target=run, name='jarvis-memory-index-prefetch', daemon=True)
+    t.start()
+    return t
+
 @patch
 def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
-    "The mirror of `c`: from its snapshot if that is current (embedded stores), else read from Chroma."
-    key = str(c.col.id)
-    if self.path is not None:
-        try:
-            stamp = _stamp(self.path, c.col)
-            if stamp is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
-            return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
-        except SnapshotUnusable as e:
-            if str(e) != 'no snapshot':
-                (_log.warning if e.damaged else _log.info)("mirror snapshot of %s is %s (%s); reading the rows from Chroma",
-                                                           c.col.name, 'damaged' if e.damaged else 'not current', e)
-                _unsnap(self._shared, key)
-    return _Mirror.load(key, c.col)
+    "The mirror of `c`: from its snapshot if that is current (embedded stores), else read from Chroma. A collection too"
+    "large to be searched exactly (`settings.exact_rows`) has its vector index loaded meanwhile (`_prefetch_index`)."
+    key, pre = str(c.col.id), None
+    try:
+        if self.path is not None:
+            try:
+                stamp = _stamp(self.path, c.col)
+                if stamp is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
+                if stamp['rows'] > self.settings.exact_rows and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
+                return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
+            except SnapshotUnusable as e:
+                if str(e) != 'no snapshot':
+                    (_log.warning if e.damaged else _log.info)("mirror snapshot of %s is %s (%s); reading the rows from Chroma",
+                                                               c.col.name, 'damaged' if e.damaged else 'not current', e)
+                    _unsnap(self._shared, key)
+        return _Mirror.load(key, c.col)
+    finally:
+        if pre is not None: pre.join()              # (the first search finds the index loaded, never half)
 
 @patch
 def _mirror(self: ChromaStore, c: _Col | None, write: bool = False) -> _Mirror | None:
