@@ -662,6 +662,11 @@ def _prefetch_index(c: _Col) -> threading.Thread:
     return t
 
 @patch
+def _exact(self: ChromaStore, rows: int) -> bool:
+    "Is a collection of `rows` rows searched exactly over its mirror's vectors (`settings.exact_rows`), not through Chroma's HNSW index?"
+    return rows <= self.settings.exact_rows
+
+@patch
 def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
     "The mirror of `c`: from its snapshot if that is current (embedded stores), else read from Chroma. A collection too"
     "large to be searched exactly (`settings.exact_rows`) has its vector index loaded meanwhile (`_prefetch_index`)."
@@ -671,7 +676,7 @@ def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
             try:
                 stamp = _stamp(self.path, c.col)
                 if stamp is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
-                if stamp['rows'] > self.settings.exact_rows and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
+                if not self._exact(stamp['rows']) and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
                 return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
             except SnapshotUnusable as e:
                 if str(e) != 'no snapshot':
@@ -812,7 +817,7 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
                     with mir.lock:
                         mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
                         wait = isinstance(c.col, _Deferred) and self._shared.deferring > 0   # a block's rows: exact search reads these
-                        if wait or len(mir) <= self.settings.exact_rows:    # the mirror searches these rows itself
+                        if wait or self._exact(len(mir)):                   # the mirror searches these rows itself
                             for it, v, m in zip(its[s:s+bs], vecs[s:s+bs], metas[s:s+bs]):
                                 if m.get('has_vector'): mir.vec[mir.rn[it.id]] = v
                         elif mir.vec.n > _SMALL: mir.vec.clear(); mir.gmat.clear()   # grown past it: Chroma's index searches
@@ -920,7 +925,7 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
         return out if _proven(out, k, len(ids) < kq, dist, min_cosine) else None
     with m.lock:
         ok = self._ok(scope, policy, pred, m)
-        if len(m) <= self.settings.exact_rows:           # few rows: one matrix product over the mirror's vectors, exact
+        if self._exact(len(m)):                         # few rows: one matrix product over the mirror's vectors, exact
             if m.vec.missing: m.fetch_vectors(c.col)     # (once: after a start without a snapshot that held them)
             return [(m.item(rn), cos) for rn, cos in m.nearest(q, pred, ok, k)]
         small, large = m.split(pred)
