@@ -250,12 +250,13 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     else: shown = fit_lines(rec_lines, s.budget_chars) if rec_lines else []         # what a budgeted recall would keep
     cut = next((i for i, sh in enumerate(shown) if sh.cut), len(shown) if len(shown) < len(rec_lines) else None)
     block = {x.id: x for x in recall}
+    whole, cut_ids, repeated = {ln.item.id for ln in shown if not ln.cut}, {ln.item.id for ln in shown if ln.cut}, set(res.repeated)
     rows = []
     for n, x in enumerate([*(scores.get(b.id) or score(b.candidate, obs.now, s) for b in recall), *rest, *gone], 1):
         r = x.row()
         rk, b = in_result.get(x.id), block.get(x.id)
         src_of = list(getattr(b, 'source_of', ()) or links.get(x.id, ()))
-        budget = None if rk is None else ('shown' if cut is None or rk - 1 < cut else 'cut' if rk - 1 == cut and shown[cut:cut + 1] and shown[cut].cut else 'dropped')
+        budget = None if rk is None else 'shown' if x.id in whole else 'cut' if x.id in cut_ids else 'repeated' if x.id in repeated else 'dropped'
         slot = 'flashbulb' if b is not None and b.slot == Slot.FLASHBULB else 'source' if b is not None and src_of else None
         ex = excluded.get(x.id)
         r.update(order=n, rank=rk, in_result=rk is not None, date=_day(x.item.created_at), stored_importance=x.item.importance,

@@ -25,9 +25,10 @@ from .rerank import joint_rank, source_links, _candidates
 
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
-           'block_language', 'asked', 'turn_shown', 'says', 'block_line', 'item_line', 'session_key', 'query_vector',
-           'initiative_scores', 'gather', 'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order',
-           'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'collect', 'recall_limits', 'recall']
+           'block_language', 'asked', 'turn_shown', 'said', 'says', 'block_line', 'episode_line', 'item_line',
+           'session_key', 'query_vector', 'initiative_scores', 'gather', 'core_block', 'source_candidates', 'BlockLine',
+           'fit_lines', 'block_order', 'untold', 'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected',
+           'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -77,20 +78,32 @@ def turn_shown(item: MemoryItem) -> tuple[str | None, str, str]:
     elif u and a and is_contentless(a) and not is_contentless(u) and not asks_or_requests(u) and not asks_or_requests(a): a = ''
     return q, u, a
 
+_PIECE = re.compile(r'\n(?:Answer|답) ?\((\d+)\):')
+
+def said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
+    "An episode's lines as (who, text), in the order `says` prints them; who is '' for a line stored without a speaker."
+    _check_lang(lang)
+    c, m = item.content, item.metadata
+    sp, other = _names(item, lang)
+    if item.source == 'turn' and ('utterance_chars' in m or c.startswith('U: ')):
+        q, u, a = turn_shown(item)
+        return [(w, t) for w, t in ((other, q), (sp, u), (other, a)) if t] or [('', c)]
+    if item.source == 'turn_part' and c.startswith('U: '):
+        g = _PIECE.search(c)
+        if g is None: return [(sp, c[3:])]
+        return [(sp, c[3:g.start()]), (f"{other} ({g.group(1)})", c[g.end():].removeprefix(' '))]
+    return [(m['speaker'], c)] if m.get('speaker') else [('', c)]       # a line stored as it was said
+
+def _joined(lines) -> str: return '\n'.join(f"{w}: {t}" if w else t for w, t in lines)
+
 def says(item: MemoryItem, lang: str) -> str:
-    "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line."
+    "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line (`said`)."
     _check_lang(lang)
     c, m = item.content, item.metadata
     if item.kind == 'semantic':
         body = ' '.join(c.split())
         return f"[{m['about']}] {body}" if m.get('about') else body
-    sp, other = _names(item, lang)
-    if item.source == 'turn' and ('utterance_chars' in m or c.startswith('U: ')):
-        q, u, a = turn_shown(item)
-        return '\n'.join(([f"{other}: {q}"] if q else []) + ([f"{sp}: {u}"] if u else []) + ([f"{other}: {a}"] if a else [])) or c
-    if item.source == 'turn_part' and c.startswith('U: '):
-        return re.sub(r'\n(?:Answer|답) ?\((\d+)\):', lambda g: f"\n{other} ({g.group(1)}):", f"{sp}: {c[3:]}", count=1)
-    return f"{m['speaker']}: {c}" if m.get('speaker') else c       # a line stored as it was said
+    return _joined(said(item, lang))
 
 def _indent(text: str) -> str: return re.sub(r'\n(?=[^\n])', '\n  ', text)      # continuation lines under their bullet
 def _bullet(text: str) -> str: return '- ' + _indent(text)
@@ -98,7 +111,11 @@ def _bullet(text: str) -> str: return '- ' + _indent(text)
 def block_line(item: MemoryItem, lang: str) -> str:
     "A memory in the recall block: a fact with the day it was learned; an episode undated (its session's header has the date)."
     if item.kind == 'semantic': return neutralise_headers(f"{_bullet(says(item, lang))} {learned_on(item.created_at, lang)}")
-    return neutralise_headers(_bullet(says(item, lang)))      # stored text never forges a block header (issue 14, `07_render`)
+    return episode_line(said(item, lang))
+
+def episode_line(lines) -> str:
+    "An episode's bullet from its (who, text) lines (`said`): stored text never forges a block header (issue 14, `07_render`)."
+    return neutralise_headers(_bullet(_joined(lines)))
 
 def item_line(item: MemoryItem, lang: str | None = None) -> str:
     "One memory on a line of its own (e.g. an episode list): a fact with the day it was learned, an episode with its date and speakers."
@@ -318,6 +335,17 @@ def block_order(lines: Iterable[BlockLine]) -> list[BlockLine]:
     return ([ln for ln in lines if ln.block != 'recall'] + [ln for ln in lines if ln.block == 'recall' and session_key(ln.item) is None]
             + [ln for ls in eps for ln in ls])
 
+def _who(w: str) -> str: return re.sub(r' \(\d+\)$', '', w)      # a piece's "Mel (2)" is Mel
+
+def untold(lines, told: list) -> list[tuple[str, str]]:
+    "Of an episode's (who, text) `lines`, those not yet told: a line is told when the same speaker's line shown above in its session holds its text (the same line, or a cut of it); `told` gains the rest."
+    out = []
+    for w, t in lines:
+        key = (_who(w), ' '.join(t.split()))
+        if any(key[0] == w2 and key[1] in t2 for w2, t2 in told): continue
+        told.append(key); out.append((w, t))
+    return out
+
 @dataclass
 class Recall:
     "What one recall found, excluded, ranked and showed (S-3.3, S-5, S-6, S-8, S-12.3)."
@@ -341,13 +369,18 @@ class Recall:
     def shown(self) -> list[MemoryItem]:
         "Every item the model sees, in block order (core facts first)."
         return [ln.item for ln in self.lines]
-    _made: tuple | None = field(default=None, init=False, repr=False, compare=False)   # (what it was made of, language, lines so far)
+    @property
+    def repeated(self) -> list[str]:
+        "Ids of ranked items rendered so far that take no line: each of their lines is shown above (`iter_lines`)."
+        return list(self._cache()[4]['repeated'])
+    _made: tuple | None = field(default=None, init=False, repr=False, compare=False)   # (what it was made of, language, lines so far, ...)
 
     def _cache(self) -> tuple:
         "The rendering state for the current `core` and `ranked` (made anew if either list was replaced or changed length)."
         of = (id(self.core), len(self.core), id(self.ranked), len(self.ranked))
         if self._made is None or self._made[0] != of:
-            self._made = (of, block_language([*self.core, *(s.item for s in self.ranked)]), [], set())
+            self._made = (of, block_language([*self.core, *(s.item for s in self.ranked)]), [], set(),
+                          {'next': 0, 'told': {}, 'repeated': []})
         return self._made
     @property
     def language(self) -> str:
@@ -358,14 +391,20 @@ class Recall:
         return list(self.iter_lines())
     def iter_lines(self):
         "`all_lines` one at a time, each made when first asked for (`fit_lines` stops at the budget, and so does the rendering), then kept."
-        _, lang, made, seen = self._cache()
+        _, lang, made, seen, st = self._cache()
         yield from list(made)
         n_core = len(self.core)
-        for j in range(len(made), n_core + len(self.ranked)):
+        while st['next'] < n_core + len(self.ranked):
+            j = st['next']; st['next'] += 1
             if j < n_core: ln = BlockLine(self.core[j], block_line(self.core[j], lang), 'core')
             else:
                 s = self.ranked[j - n_core]
-                key, text, head = session_key(s.item), block_line(s.item, lang), ''
+                key, head = session_key(s.item), ''
+                if key is None: text = block_line(s.item, lang)
+                else:                                       # an episode: only its lines not shown above in its session
+                    lines = untold(said(s.item, lang), st['told'].setdefault(key, []))
+                    if not lines: st['repeated'].append(s.id); continue
+                    text = episode_line(lines)
                 if key is not None and key not in seen:
                     seen.add(key)
                     head = session_header(s.item.created_at, lang)

@@ -7,7 +7,9 @@ line with no answer, pieces), facts with and without `about`, core facts, Korean
   lines fill the budget exactly, unless the next line opens a session whose header would leave no room for it;
 - print core facts, then the recall block's facts by rank, then the episodes by session in time order, each session
   headed once, above its first line, by its date in words in the block's language (no ISO dates);
-- keep `recall` best first and `blocks()` equal to the lines it shows.
+- keep `recall` best first and `blocks()` equal to the lines it shows;
+- show a line once in its session: an episode shows only the lines that no line of the same speaker shown above it
+  (by rank) in its session holds, and takes no line when none is left.
 The old block fails all of these (one ISO date per line, rank order, no headers)."""
 from __future__ import annotations
 import datetime as _dt, re
@@ -82,6 +84,20 @@ def key(item):
 def when(ln): return (ln.item.created_at, ln.item.metadata.get('turn', 0), ln.item.metadata.get('piece', 0), ln.item.id)
 
 
+def expected_lines(res, lang) -> list[tuple[str, str]]:
+    "(item id, line body) of the whole ranking by this test's reading: core facts, then each ranked memory; an episode with the lines that no line of the same speaker shown above it in its session holds (the same text or a longer one), none when nothing is left."
+    told, out = {}, [(it.id, R.block_line(it, lang)) for it in res.core]
+    for s in res.ranked:
+        it = s.item
+        if key(it) is None: out.append((it.id, R.block_line(it, lang))); continue
+        seen, kept = told.setdefault(key(it), []), []
+        for w, t in R.said(it, lang):
+            who, norm = re.sub(r' \(\d+\)$', '', w), ' '.join(t.split())
+            if not any(who == w2 and norm in t2 for w2, t2 in seen): seen.append((who, norm)); kept.append((w, t))
+        if kept: out.append((it.id, R.episode_line(kept)))
+    return out
+
+
 def test_block_shows_the_budgeted_prefix_by_session():
     stats = Counter()
 
@@ -91,7 +107,7 @@ def test_block_shows_the_budgeted_prefix_by_session():
         check(case, stats)
     run()
     # not vacuous: both languages, several sessions, cut lines and lines a header left out, facts and core facts
-    assert all(stats[k] > 0 for k in ('ko', 'en', 'sessions>1', 'cut', 'header-no-room', 'facts', 'core')), dict(stats)
+    assert all(stats[k] > 0 for k in ('ko', 'en', 'sessions>1', 'cut', 'header-no-room', 'facts', 'core', 'repeated', 'line left out')), dict(stats)
 
 
 def check(case, stats):
@@ -149,11 +165,16 @@ def check_one(cands, core, budget, lang, stats):
             (shown, budget, nxt)
         stats['header-no-room'] += shown < budget
         assert sum(ln.cut for ln in lines) <= 1
-    # each line is the memory's block line (cut at most), in the language of the block's words
+    # each line is the memory's block line less the lines told above it (cut at most), in the language of the block's words
     assert R.block_language([*core, *(s.item for s in res.ranked)]) == lang
+    expected = expected_lines(res, lang)
+    assert [i for i, _ in expected] == [ln.item.id for ln in full]
+    assert res.repeated == [s.id for s in res.ranked if s.id not in dict(expected)]
+    stats['repeated'] += bool(res.repeated)
     for ln in lines:
         body = ln.text[len(ln.head) + 1:] if ln.head else ln.text
-        want = R.block_line(ln.item, lang)
+        want = dict(expected)[ln.item.id]
+        stats['line left out'] += want != R.block_line(ln.item, lang)
         assert body == want or (ln.cut and want.startswith(body) and body), (body, want)
         assert ln.full_chars == len(want) + (len(ln.head) + 1 if ln.head else 0)
     stats[lang] += 1; stats['sessions>1'] += len(starts) > 1; stats['cut'] += any(ln.cut for ln in lines)
