@@ -261,6 +261,18 @@ class OpenAIEmbedder(Embedder):
         return self._batched(lambda chunk: self._request([pre + t for t in chunk], query), texts)
 
 # %% ../nbs/02_embeddings.ipynb #75b138c6
+def _wal(con: sqlite3.Connection, timeout: float):
+    "Put `con`'s file in WAL mode. The switch needs the file alone, and sqlite answers 'database is locked' at once rather than wait"
+    "(its busy timeout does not cover it): processes opening a new file together retry, for up to `timeout` s, until one has switched it."
+    end, pause = time.monotonic() + timeout, 0.005
+    while True:
+        try:
+            if con.execute('PRAGMA journal_mode').fetchone()[0].lower() != 'wal': con.execute('PRAGMA journal_mode=WAL')
+            return
+        except sqlite3.OperationalError as e:
+            if 'locked' not in str(e) or time.monotonic() > end: raise
+        time.sleep(pause); pause = min(2 * pause, 0.2)
+
 class CachedEmbedder(Embedder):
     "Wraps `inner` with an on-disk sqlite cache under `cache_dir` (S-12.4); same `name` and `dim` as `inner`."
     def __init__(self, inner: Embedder, cache_dir: str | Path, filename: str = 'embeddings.sqlite'):
@@ -278,7 +290,7 @@ class CachedEmbedder(Embedder):
         if self._conn is None or self._pid != os.getpid():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             c = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            c.execute('PRAGMA journal_mode=WAL')
+            _wal(c, 30)
             c.execute('CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, model TEXT NOT NULL, vec BLOB NOT NULL)')
             c.commit()
             self._conn, self._pid = c, os.getpid()
