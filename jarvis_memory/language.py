@@ -7,7 +7,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/particles.html.md"""
 # %% ../nbs/12_particles.ipynb #564b5259
 from __future__ import annotations
 import bisect, functools, json, re, threading, time, unicodedata, warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
 
@@ -15,9 +15,9 @@ from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
 __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'KO_LIGHT_STEMS', 'KO_COURTESY', 'KO_ACK',
            'EN_FUNCTION', 'EN_COURTESY', 'EN_ACK', 'EN_REQUEST', 'TextError', 'clean_text', 'strip_punct',
            'strip_particles_list', 'kiwi_available', 'get_kiwi', 'KiwiStripper', 'query_terms', 'contains_term',
-           'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'pattern_hint_wanted', 'conversation_language',
-           'text_language', 'language_instruction', 'content_terms', 'content_count', 'is_contentless',
-           'asks_or_requests', 'recall_query', 'recall_terms', 'case_variants']
+           'term_sharer', 'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'pattern_hint_wanted',
+           'conversation_language', 'text_language', 'language_instruction', 'content_terms', 'content_count',
+           'is_contentless', 'asks_or_requests', 'recall_query', 'recall_terms', 'case_variants']
 
 # %% ../nbs/12_particles.ipynb #ea233269
 class TextError(MemoryInputError):
@@ -243,13 +243,19 @@ def contains_term(term: str, text: str) -> bool:
     term = _fold(_check_str(term, 'term').strip())
     return bool(term) and term in _fold(_check_str(text, 'text'))
 
-def term_share(terms: Iterable[str], text: str) -> float:
-    "Share of the distinct non-empty `terms` contained in `text` (0.0 when there are none) — cue overlap, S-6.4."
+def term_sharer(terms: Iterable[str]) -> Callable[[str], float]:
+    "`term_share` with `terms` folded once: a function of the text, for scoring many texts against one query's terms."
     if isinstance(terms, str): raise TextError(f"terms must be a list of strings, not one string: {terms!r:.60}")
     folded = {_fold(_check_str(t, 'term').strip()) for t in terms} - {''}
-    if not folded: return 0.0
-    text = _fold(_check_str(text, 'text'))
-    return sum(t in text for t in folded) / len(folded)
+    def share(text: str) -> float:
+        if not folded: return 0.0
+        text = _fold(_check_str(text, 'text'))
+        return sum(t in text for t in folded) / len(folded)
+    return share
+
+def term_share(terms: Iterable[str], text: str) -> float:
+    "Share of the distinct non-empty `terms` contained in `text` (0.0 when there are none) — cue overlap, S-6.4."
+    return term_sharer(terms)(text)
 
 def used_in_answer(item_text: str, answer: str, threshold: float = 0.5, *, analyser: str = 'kiwi',
                    max_chars: int = 4000) -> bool:

@@ -418,10 +418,13 @@ def _scores_of(self: LexicalIndex, query: str, doc_ids: Iterable[str]) -> dict[s
     want = [_check_doc_id(d) for d in doc_ids]
     terms = _query_terms(self, query)
     with self._lock:
-        rows, scores = _scores(self, terms)
+        rows, scores = _scores(self, terms)                     # (rows ascending: `np.flatnonzero`)
         if not len(rows): return {}
-        at = dict(zip(rows.tolist(), scores.tolist()))
-        return {d: at[self._slot[d]] for d in want if d in self._slot and self._slot[d] in at}
+        want = [d for d in want if d in self._slot]             # look the few wanted slots up among the hit rows, rather
+        slots = np.fromiter((self._slot[d] for d in want), np.int64, len(want))   # than a dict of every row hit (a name
+        at = np.minimum(np.searchsorted(rows, slots), len(rows) - 1)            # can hit half of them)
+        hit = (rows[at] == slots).tolist()
+        return {d: s for d, s, h in zip(want, scores[at].tolist(), hit) if h}
 
 LexicalIndex.search, LexicalIndex.score, LexicalIndex.scores = _search, _score, _scores_of
 

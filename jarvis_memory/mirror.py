@@ -360,10 +360,13 @@ def exact(self: _Mirror, keys: list, q: np.ndarray, col):
     rns, sims = np.concatenate([a for a, _ in mats]), np.concatenate([_dots(M, qn) for _, M in mats])
     return ((int(rns[j]), float(sims[j])) for j in np.argsort(-sims, kind='stable'))
 
+_vecdot = getattr(np, 'vecdot', None)       # numpy >= 2.0; 1.26 (still allowed) has only einsum
+
 def _dots(M: np.ndarray, q: np.ndarray) -> np.ndarray:
-    "`M @ q` in this thread: numpy's own loop, not BLAS, whose threads would spin on the other cores after each call"
+    "`M @ q` in this thread: numpy's own loops, not BLAS, whose threads would spin on the other cores after each call"
     "(measured at 10k x 512: 1.1 ms CPU either way, but BLAS's spinning cost 3 ms more CPU per call on 2 cores)."
-    return np.einsum('ij,j->i', M, q)
+    "numpy 2's `vecdot` ufunc takes half the CPU of `einsum` (10k x 512 float32, Python work between calls: 0.41 against 0.81 ms)."
+    return _vecdot(M, q) if _vecdot is not None else np.einsum('ij,j->i', M, q)
 
 @patch
 def fetch_vectors(self: _Mirror, col, rns=None):

@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/recall.html.md"""
 
 # %% ../nbs/19_recall.ipynb #8501ba4d
 from __future__ import annotations
-import datetime as _dt, logging, math, re, sys
+import datetime as _dt, functools, logging, math, re, sys
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
@@ -18,7 +18,7 @@ from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
 from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_share, is_contentless, case_variants, content_count, asks_or_requests
+from .language import recall_terms, term_share, term_sharer, is_contentless, case_variants, content_count, asks_or_requests
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates
@@ -37,6 +37,7 @@ CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
 ROLE_NAMES = {'ko': ('사용자', '비서'), 'en': ('User', 'Assistant')}     # who spoke, when a memory records no names
 
 def _utc(t: float) -> _dt.datetime: return _dt.datetime.fromtimestamp(t, _dt.timezone.utc)
+@functools.lru_cache(maxsize=8192)    # every line of a block asks for its day, and the same memories come back turn after turn
 def _day(t: float) -> str: return _utc(t).strftime('%Y-%m-%d')
 
 def _check_lang(lang) -> str:
@@ -206,11 +207,11 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     if legs and query.strip():
         nolex = [i for i in dict.fromkeys([*chosen, *cos]) if i not in bm]
         if nolex: bm.update(store.lexical_scores(scope, query, nolex))
-    made = {}
+    made, share = {}, term_sharer(terms)
     def cand(it):                                    # (one Candidate per item, whichever pools hold it)
         if (got := made.get(it.id)) is not None: return got
         c = cos.get(it.id)
-        got = made[it.id] = Candidate(it, None if c is None else max(-1.0, min(1.0, c)), term_share(terms, it.content),
+        got = made[it.id] = Candidate(it, None if c is None else max(-1.0, min(1.0, c)), share(it.content),
                                       lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges), initiative=said.get(it.id, 0.0))
         return got
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
@@ -311,6 +312,7 @@ def fit_lines(lines: Iterable[BlockLine], budget: int | None) -> list[BlockLine]
 
 def _move_head(ln: BlockLine, head: str) -> BlockLine:
     "`ln` with `head` as its header instead of its own (the text and full length follow)."
+    if head == ln.head: return ln
     n_old, n_new = (len(ln.head) + 1 if ln.head else 0), (len(head) + 1 if head else 0)
     body = ln.text[n_old:]
     return replace(ln, text=f"{head}\n{body}" if head else body, head=head, full_chars=ln.full_chars - n_old + n_new)
