@@ -498,7 +498,8 @@ def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
 _MAGIC, _FORMAT = b'JMMIRROR', 2
 _HEAD = struct.Struct('<8sI')                  # magic, header length; then the header (JSON), a SHA-256, the payload
 _DIGEST = 32
-_CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store')}   # the code each part depends on
+_CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store'),   # the code each part depends on
+         'items': ('scope', 'store')}                                     # (`valid`: the rules a row was checked by)
                                                                                  # (what is indexed: `lexicon` reads rows)
 _DISTS = ('kiwipiepy', 'kiwipiepy_model', 'PyStemmer')                              # ... and packages (the tokenizer's)
 
@@ -704,7 +705,7 @@ def save(self: _Mirror, path, stamp: dict) -> int:
     if len(live) < len(self.ids):                          # gone rows: leave them out, renumber the index
         keep = np.zeros(len(self.ids), bool); keep[live] = True
         segs, indexed = _compact_segments(segs, keep), int(keep[:indexed].sum())
-    parts = {'rows': _jbytes(rows), 'schema': which,
+    parts = {'rows': _jbytes(rows), 'schema': which, 'valid': np.frombuffer(bytes(self.valid), np.uint8)[np.asarray(live, np.int64)],
              'seg_bounds': np.array([(lo, hi, uc.size, rs.size) for lo, hi, uc, off, rs in segs], dtype=np.int64).reshape(-1, 4),
              'seg_codes': np.concatenate([s[2] for s in segs] or [np.zeros(0, np.uint64)]).astype(np.uint64),
              'seg_off': np.concatenate([s[3] for s in segs] or [np.zeros(0, np.int64)]).astype(np.int64),
@@ -774,6 +775,9 @@ def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
         metas, columns = m._meta_rows(rows['metas'], p, p['schema'])
         m._fill(ids, docs, metas, frozen=True, columns=columns)
         code = _code_stamps()
+        v = p.get('valid')                                 # rows already checked as items, by the same rules: not again
+        if v is not None and code.get('items') is not None and h['code'].get('items') == code['items'] and v.size == len(ids) and v.dtype == np.uint8:
+            m.valid = bytearray((v != 0).astype(np.uint8).tobytes())
         b = p['seg_bounds'].reshape(-1, 4) if p['seg_bounds'].size else np.zeros((0, 4), np.int64)
         if h['code'].get('segments') == code['segments'] and b[:, 2].sum() == p['seg_codes'].size \
            and b[:, 3].sum() == p['seg_rows'].size and p['seg_off'].size == b[:, 2].sum() + len(b):
