@@ -38,6 +38,8 @@ def test_incremental_equals_rebuilt(ops, queries):
         got = ix.search(q, k=20)
         assert got == fresh.search(q, k=20) == bulk.search(q, k=20)   # same ids, same order, the very same floats
         for d in final: assert ix.score(q, d) == fresh.score(q, d) == bulk.score(q, d)
+        asked = [*sorted(final, reverse=True), 'not-indexed', *sorted(final)[:2]]   # any order, an unknown id, repeats
+        assert ix.scores(q, asked) == {d: ix.score(q, d) for d in final if ix.score(q, d) > 0}   # one pass = one at a time
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
         assert all(s > 0 for _, s in got)
 
