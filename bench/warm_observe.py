@@ -54,10 +54,11 @@ def main():
                 svc.observe(scope, [{'role': 'user', 'content': q}], now=now, query_embedding=v)
                 cpu.append(time.process_time() - c)
             return statistics.median(cpu) * 1000
-        p50s = [one_pass()]
-        first = checked[0]
-        p50s += [one_pass() for _ in range(a.passes - 1)]
-        MemoryItem.__post_init__ = post_init
+        try:
+            p50s = [one_pass()]
+            first = checked[0]
+            p50s += [one_pass() for _ in range(a.passes - 1)]
+        finally: MemoryItem.__post_init__ = post_init
         print(f"{a.items} items: observe CPU p50 by pass " + ' / '.join(f"{x:.2f}" for x in p50s) + " ms; "
               f"items validated in the first pass (100 observes after the restart): {first}")
         if a.profile:

@@ -21,10 +21,10 @@ from .store import Filter
 from .chroma import ChromaStore
 from .window import check_history, window, window_turn_numbers, split_turns
 from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
-from .language import term_share
+from .language import term_sharer
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
-from .recall import case_variants, source_candidates, arrange, fit_lines, _ranges, recall_limits
+from .recall import case_variants, source_candidates, arrange, fit_lines, _ranges, recall_limits, _day
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
@@ -59,7 +59,6 @@ def _date(s, what='date') -> float:
     except (TypeError, ValueError): raise ExplorerError(f"{what} must be a 'YYYY-MM-DD' string, got {s!r}") from None
     return _dt.datetime(d.year, d.month, d.day, 12, tzinfo=_dt.timezone.utc).timestamp()
 
-def _day(t: float) -> str: return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime('%Y-%m-%d')
 
 def _pairs(turns: list) -> list[tuple]:
     "Benchmark turns paired into (utterance, answer) exchanges in order; an odd last turn has no answer."
@@ -164,7 +163,8 @@ def _hidden(svc: MemoryService, scope, obs: Observation, qv) -> list[Candidate]:
         for it, pool in hits:
             if keep(it): found.setdefault(it.id, it); pools.setdefault(it.id, set()).add(pool)
     cos = _cosines(store, scope, list(found.values()), qv)
-    return [Candidate(it, cos.get(it.id), term_share(obs.terms, it.content), pools[it.id]) for it in found.values()]
+    share = term_sharer(obs.terms)
+    return [Candidate(it, cos.get(it.id), share(it.content), pools[it.id]) for it in found.values()]
 
 def probe(service: MemoryService, scope: MemoryScope, history_or_query, settings: Settings | None = None, *,
           now: float | None = None) -> Probe:

@@ -498,9 +498,9 @@ def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
 _MAGIC, _FORMAT = b'JMMIRROR', 2
 _HEAD = struct.Struct('<8sI')                  # magic, header length; then the header (JSON), a SHA-256, the payload
 _DIGEST = 32
-_CODE = {'segments': ('mirror',), 'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store'),   # the code each part depends on
-         'items': ('scope', 'store')}                                     # (`valid`: the rules a row was checked by)
-                                                                                 # (what is indexed: `lexicon` reads rows)
+_CODE = {'segments': ('mirror',),                                                  # the code each part depends on
+         'lexical': ('lexical', 'language', 'timeexpr', 'mirror', 'store'),         # (what is indexed: `lexicon` reads rows)
+         'items': ('scope', 'store')}                                               # (`valid`: the rules a row was checked by)
 _DISTS = ('kiwipiepy', 'kiwipiepy_model', 'PyStemmer')                              # ... and packages (the tokenizer's)
 
 class SnapshotUnusable(Exception):
@@ -705,13 +705,14 @@ def save(self: _Mirror, path, stamp: dict) -> int:
     if len(live) < len(self.ids):                          # gone rows: leave them out, renumber the index
         keep = np.zeros(len(self.ids), bool); keep[live] = True
         segs, indexed = _compact_segments(segs, keep), int(keep[:indexed].sum())
-    parts = {'rows': _jbytes(rows), 'schema': which, 'valid': np.frombuffer(bytes(self.valid), np.uint8)[np.asarray(live, np.int64)],
+    lv = np.asarray(live, np.int64)
+    parts = {'rows': _jbytes(rows), 'schema': which, 'valid': np.frombuffer(self.valid, np.uint8)[lv],
              'seg_bounds': np.array([(lo, hi, uc.size, rs.size) for lo, hi, uc, off, rs in segs], dtype=np.int64).reshape(-1, 4),
              'seg_codes': np.concatenate([s[2] for s in segs] or [np.zeros(0, np.uint64)]).astype(np.uint64),
              'seg_off': np.concatenate([s[3] for s in segs] or [np.zeros(0, np.int64)]).astype(np.int64),
              'seg_rows': np.concatenate([s[4] for s in segs] or [np.zeros(0, np.int32)]).astype(np.int32), **marrays}
     if self.vec.n:                                         # vectors held: by live row number, so the next start searches at once
-        lv, V = np.asarray(live, np.int64), self.vec
+        V = self.vec
         held = np.zeros(lv.size, bool)
         inside = lv < V.has.size
         held[inside] = V.has[lv[inside]]

@@ -18,7 +18,7 @@ from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
 from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_share, term_sharer, is_contentless, case_variants, content_count, asks_or_requests
+from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates
@@ -264,14 +264,14 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
     if not want: return []
     if not isinstance(query, str): raise MemoryInputError(f"query must be a string, got {type(query).__name__}")
     ranges = list(ranges)
-    floor, out = store.settings.vector_floor, []
+    floor, out, share = store.settings.vector_floor, [], term_sharer(terms)
     got = _fetch_sources(store, scope, want)
     bm = store.lexical_scores(scope, query, [it.id for it in got]) if query.strip() and got else {}
     cos = store.cosines(scope, [it.id for it in got], q) if q is not None and got else {}
     for it in got:
         if it.layer != 'edm' or it.source in ex_src or it.superseded: continue
         rel = None if (c := cos.get(it.id)) is None else max(-1.0, min(1.0, float(c)))
-        cue = term_share(terms, it.content)
+        cue = share(it.content)
         pools = {'keyword'} if cue > 0 else set()
         if rel is not None and passes_floor(rel, floor): pools.add('nearest')
         lex, timely = max(0.0, bm.get(it.id, 0.0)), _timely(it, ranges)
