@@ -14,9 +14,9 @@ from typing import Any, Callable
 from .scope import MemoryInputError
 
 # %% auto #0
-__all__ = ['FORMAT', 'LOADERS', 'BenchmarkError', 'EvalError', 'Turn', 'Session', 'Conversation', 'Question', 'Benchmark',
-           'project_root', 'sample_benchmark_path', 'default_data_path', 'Loader', 'loader', 'pick_loader', 'screen',
-           'load_benchmark', 'load_generic']
+__all__ = ['FORMAT', 'DATA_DIR_ENV', 'LOADERS', 'BenchmarkError', 'EvalError', 'Turn', 'Session', 'Conversation', 'Question',
+           'Benchmark', 'project_root', 'sample_benchmark_path', 'data_dir', 'default_data_path', 'Loader', 'loader',
+           'pick_loader', 'screen', 'load_benchmark', 'load_generic']
 
 # %% ../nbs/30_benchmarks.ipynb #f7cfd63d
 class BenchmarkError(MemoryInputError):
@@ -286,18 +286,33 @@ def sample_benchmark_path() -> Path:
     return root / 'data' / 'sample_benchmark.json'
 
 # %% ../nbs/30_benchmarks.ipynb #5ea15d10
-def default_data_path(rel: str) -> Path | None:
-    "`../shared/data/<rel>` beside the project root, if that file exists."
+DATA_DIR_ENV = 'JARVIS_MEMORY_DATA_DIR'
+
+def data_dir() -> Path | None:
+    "Where licensed benchmark data is read: `$JARVIS_MEMORY_DATA_DIR` if set, else `../shared/data` beside the project root."
+    import os
+    if env := os.environ.get(DATA_DIR_ENV, '').strip(): return Path(env).expanduser().resolve()
     root = project_root()
-    if root is None: return None
-    p = (root.parent / 'shared' / 'data' / rel).resolve()
+    return None if root is None else (root.parent / 'shared' / 'data').resolve()
+
+def _data_dir_said() -> str:
+    "The data directory as an error message names it."
+    import os
+    if os.environ.get(DATA_DIR_ENV, '').strip(): return f"${DATA_DIR_ENV} ({data_dir()})"
+    return f"../shared/data beside the project (set {DATA_DIR_ENV} to read it elsewhere)"
+
+def default_data_path(rel: str) -> Path | None:
+    "`<data_dir()>/<rel>`, if that file exists."
+    d = data_dir()
+    if d is None: return None
+    p = (d / rel).resolve()
     return p if p.is_file() else None
 
 def _resolve(path, rel, filename, what, hint) -> Path:
-    "`path` (a file, or a directory holding `filename`), else `../shared/data/<rel>`; a `BenchmarkError` with `hint` if missing."
+    "`path` (a file, or a directory holding `filename`), else `<data_dir()>/<rel>`; a `BenchmarkError` with `hint` if missing."
     if path is None:
         p = default_data_path(rel)
-        if p is None: raise BenchmarkError(f"{what} not found: no path given and no ../shared/data/{rel} beside the project. {hint}")
+        if p is None: raise BenchmarkError(f"{what} not found: no path given and no {rel} under {_data_dir_said()}. {hint}")
         return p
     p = Path(path).expanduser()
     if p.is_dir() and (p / filename).is_file(): p = p / filename
@@ -361,7 +376,7 @@ def pick_loader(data=None, format: str | None = None) -> tuple[Loader, Path]:
         for ld in LOADERS.values():
             p = ld.default_path()
             if p is not None: return ld, p
-        raise BenchmarkError(f"no benchmark path given and no default benchmark file beside the project "
+        raise BenchmarkError(f"no benchmark path given and no default benchmark file under {_data_dir_said()} "
                              f"(registered formats: {_formats()}). {_hints()}".rstrip())
     p = Path(data).expanduser()
     for ld in LOADERS.values():                 # a loader's own default file, or the directory holding it
