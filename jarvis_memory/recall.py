@@ -14,7 +14,7 @@ import numpy as np
 
 from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, SUPERSEDED
 from .settings import Settings
-from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date
+from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date, asks_when
 from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
@@ -139,7 +139,18 @@ def query_vector(store: MemoryStore, query: str):
     "The query's embedding (query mode), or None without an embedder or query."
     return store.embedder.embed_one(query, query=True) if store.embedder is not None and query.strip() else None
 
-def _timely(item: MemoryItem, ranges) -> bool: return any(item.created_at in r for r in ranges)
+@functools.lru_cache(maxsize=65536)
+def _told_times(text: str, at: float) -> tuple:
+    "The times a line tells of, as `(start, end)` pairs resolved against when it was said ('next Tuesday' said on 1 May: 9 May)."
+    try: return tuple((r.start, r.end) for r in time_ranges(text, at))
+    except TimeExprError: return ()
+
+def _timely(item: MemoryItem, ranges, when: bool = False) -> bool:
+    "In the temporal leg: said within one of `ranges`, or telling of a time within one; for a question that asks `when` (no ranges), telling of any time."
+    if any(item.created_at in r for r in ranges): return True
+    if not ranges and not when: return False
+    told = _told_times(item.content, item.created_at)
+    return bool(told) if when else any(a < r.end and r.start < b for a, b in told for r in ranges)
 
 def _in_ranges(store: MemoryStore, scope: MemoryScope, ranges, n: int, qv, until: float | None = None) -> list[MemoryItem]:
     "The temporal leg: items said within any of `ranges` (and by `until`) — all of them when a range holds few, else the `n` nearest (newest without vectors)."
@@ -180,7 +191,7 @@ def initiative_scores(items: Iterable[MemoryItem]) -> dict:
 
 def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str], settings: Settings, *,
            pool: int | None = None, query_embedding=None, ranges: Iterable[TimeRange] = (), until: float | None = None,
-           recent: bool = False) -> list[Candidate]:
+           recent: bool = False, when: bool = False) -> list[Candidate]:
     "The merged candidate pools for `query` under `scope` (S-5.4): newest and most important hits, nearest vectors, keyword, BM25 and time legs; with `recent`, the latest memories whatever the query (the user's reply said nothing); with `until`, only what was written by then."
     n = settings.pool_size if pool is None else pool
     legs = settings.fusion != 'none'
@@ -212,7 +223,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
         if (got := made.get(it.id)) is not None: return got
         c = cos.get(it.id)
         got = made[it.id] = Candidate(it, None if c is None else max(-1.0, min(1.0, c)), share(it.content),
-                                      lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges), initiative=said.get(it.id, 0.0))
+                                      lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges, when), initiative=said.get(it.id, 0.0))
         return got
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]],
@@ -252,7 +263,7 @@ def _query_vec(v) -> np.ndarray | None:
 
 def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
                       terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',), query: str = '',
-                      ranges: Iterable[TimeRange] = ()) -> list[Candidate]:
+                      ranges: Iterable[TimeRange] = (), when: bool = False) -> list[Candidate]:
     "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2). With `query`, their BM25 scores; with `ranges`, whether they are timely."
     store = _check_store(store)
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
@@ -274,7 +285,7 @@ def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterab
         cue = share(it.content)
         pools = {'keyword'} if cue > 0 else set()
         if rel is not None and passes_floor(rel, floor): pools.add('nearest')
-        lex, timely = max(0.0, bm.get(it.id, 0.0)), _timely(it, ranges)
+        lex, timely = max(0.0, bm.get(it.id, 0.0)), _timely(it, ranges, when)
         if lex > 0: pools.add('lexical')
         if timely: pools.add('temporal')
         out.append(Candidate(replace(it, embedding=None), rel, cue, pools, lexical=lex, timely=timely))
@@ -559,12 +570,13 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
         qv = query_embedding if query_embedding is not None else query_vector(store, query)
         pool = settings.pool_size + len(window_ids) + len(core)
         ranges = _ranges(query, now) if now is not None and settings.fusion != 'none' else []
+        when = not ranges and settings.fusion != 'none' and asks_when(query)     # "when did …?": the lines that say when
         for sc in scopes:
-            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until, recent=recent)
+            found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until, recent=recent, when=when)
             cands += found
             if with_sources:
                 srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms, ranges=ranges,
-                                          query=query if settings.fusion != 'none' else '')
+                                          query=query if settings.fusion != 'none' else '', when=when)
     return Collected(query, terms, core, cands, srcs, window_ids)
 
 def recall_limits(settings: Settings, k: int | None = None, budget: int | None = None) -> tuple[int, int | None]:
