@@ -54,7 +54,11 @@ _EN_NUM = {'a': 1, 'an': 1, 'one': 1, 'two': 2, 'three': 3, 'four': 4, 'five': 5
 _MONTHS = {m: i + 1 for i, ms in enumerate(['january jan', 'february feb', 'march mar', 'april apr', 'may', 'june jun',
                                              'july jul', 'august aug', 'september sept sep', 'october oct',
                                              'november nov', 'december dec']) for m in ms.split()}
-_WEEKDAYS_EN = {d: i for i, d in enumerate('monday tuesday wednesday thursday friday saturday sunday'.split())}
+_WEEKDAYS_EN = {d: i for i, ds in enumerate(['monday mon', 'tuesday tues tue', 'wednesday wed', 'thursday thurs thur thu',
+                                             'friday fri', 'saturday sat', 'sunday sun']) for d in ds.split()}   # 'last Fri' too
+# Seasons, meteorological, northern hemisphere (stated once): spring March-May, summer June-August, autumn September-
+# November, winter December to February; the winter of a year begins in its December.
+_SEASONS = {'spring': 3, 'summer': 6, 'autumn': 9, 'fall': 9, 'winter': 12, '봄': 3, '여름': 6, '가을': 9, '겨울': 12}
 _WEEKDAYS_KO = {d: i for i, d in enumerate('월화수목금토일')}
 
 _alt = lambda words: '|'.join(sorted(map(re.escape, words), key=len, reverse=True))
@@ -294,6 +298,50 @@ def _en_last_n(m, c): return _last_n(c, _num(m[1]), _EN_UNIT(m[2]))
 @_rule(r'(?<![A-Za-z0-9])(?:the\s+)?(?:last|past)\s+(?:few|several|couple\s+of)\s+days(?![A-Za-z0-9])', 'past', fuzzy=True)
 def _en_last_few_days(m, c): return c.today - timedelta(days=7), c.now
 
+# --- Seasons ("last summer", "작년 여름", "summer 2023") and how long something has lasted ("for 3 years now", "3년째") ---
+def _season(y: int, first: int): return date(y, first, 1), (date(y + 1, 3, 1) if first == 12 else date(y, first + 3, 1))
+
+def _season_back(c: _Clock, first: int, back: int):
+    "Season `first` (its first month): `back` 1 the latest over by today, 0 the one under way (else the coming one), -1 the next to begin."
+    y = c.today.year if c.today >= date(c.today.year, first, 1) else c.today.year - 1    # the latest begun by today
+    over = _season(y, first)[1] <= c.today
+    return _season(y + {1: 0 if over else -1, 0: 1 if over else 0, -1: 1}[back], first)
+
+def _season_kind(c: _Clock, first: int, back: int):
+    start, end = _season_back(c, first, back)
+    return start, end, 'past' if back == 1 else 'current' if start <= c.today < end else 'future'
+
+_SEASON_EN = _alt([k for k in _SEASONS if k.isascii()])
+_SEASON_KO = _alt([k for k in _SEASONS if not k.isascii()])
+
+@_rule(rf'(?<![A-Za-z0-9])(?:the\s+)?({_SEASON_EN})\s+(?:of\s+)?((?:19|20)\d{{2}})(?![A-Za-z0-9])', 'date')
+def _en_season_y(m, c): return _season(int(m[2]), _SEASONS[m[1].lower()])
+
+@_rule(rf'(?<![A-Za-z0-9])(last|this|next)\s+({_SEASON_EN})(?![A-Za-z0-9])', 'past')
+def _en_season(m, c):
+    return _season_kind(c, _SEASONS[m[2].lower()], {'last': 1, 'this': 0, 'next': -1}[m[1].lower()])
+
+@_rule(rf'(?<!\d)(\d{{4}})\s*년\s*({_SEASON_KO})', 'date')
+def _ko_season_y(m, c): return _season(int(m[1]), _SEASONS[m[2]])
+
+@_rule(_KO_B + rf'(작년|지난해|지난|올|올해|이번|내년)\s*({_SEASON_KO})', 'past')
+def _ko_season(m, c):
+    return _season_kind(c, _SEASONS[m[2]], {'작년': 1, '지난해': 1, '지난': 1, '올': 0, '올해': 0, '이번': 0, '내년': -1}[m[1]])
+
+# A duration that lasts until now tells when it began: "I've had them for 3 years" said in March 2023 is about 2020. Only
+# in the perfect ('ve, have, has, been before it in the sentence) or with "now" after it; "I was there for 3 years" is not.
+_PERFECT = re.compile(r"(?:'ve|’ve|\bhave|\bhas|\bbeen)\b[^.!?]*$", re.IGNORECASE)
+@_rule(rf'(?<![A-Za-z0-9])for\s+({_ENUM})\s+(days?|weeks?|months?|years?)(\s+now)?(?![A-Za-z0-9])', 'past')
+def _en_for_n(m, c):
+    if not m[3] and not _PERFECT.search(m.string[:m.start()]): return None
+    return _ago(c, _num(m[1]), _EN_UNIT(m[2]))
+
+@_rule(_KO_B + rf'({_KNUM})\s*(주일|주|달|개월|년|해)\s*(?:째|(?:이|가)?\s*(?:됐|되었|넘었))', 'past')
+def _ko_for_n(m, c): return _ago(c, _num(m[1]), _KO_UNIT[m[2]])
+
+@_rule(r'(?<![A-Za-z0-9])(?:this\s+)?past\s+weekend(?![A-Za-z0-9])', 'past')
+def _en_past_weekend(m, c): return _weekend(c, 1)                 # the weekend before this week (ISO weeks: Monday on)
+
 # --- The future, both languages: plans said in a line ("내일", "다음 주 화요일", "next month", "in two weeks") --------
 def _ahead(c: _Clock, n: int, unit: str):
     "The span `n` `unit`s from today: that day; a week centred on the day 7n days on; that calendar month or year."
@@ -362,9 +410,11 @@ _MAX_CHARS = 1000
 _UNIT_EN = r'(?:nights?|days?|weeks?|weekends?|months?|years?|mornings?|afternoons?|evenings?)'
 _MAYBE = re.compile(r'\d|today|tonight|yesterday|tomorrow|(?<![a-z])ago(?![a-z])|from\s+now|before\s+last'
                     rf'|(?<![a-z])(?:this|last|past|next)\s+(?:{_UNIT_EN}|few|several|couple|{_alt(_EN_NUM)}|{_WD_EN}|{_alt(_MONTHS)})(?![a-z])'
-                    rf'|(?<![a-z])in\s+(?:{_alt(_EN_NUM)})\s+{_UNIT_EN}|(?<![a-z])(?:{_alt(_MONTHS)})(?![a-z])'
+                    rf'|(?<![a-z])(?:in|for)\s+(?:{_alt(_EN_NUM)})\s+{_UNIT_EN}|(?<![a-z])(?:{_alt(_MONTHS)})(?![a-z])'
+                    rf'|(?<![a-z])(?:this|last|past|next)\s+(?:{_SEASON_EN}|weekend)'
                     r'|어제|어젯|그저께|그제|그끄저께|그그저께|엊그|오늘|내일|모레|글피|지난|저번|이번|다음|작년|재작년|올해|금년|내년|이달'
-                    r'|며칠|몇|최근|하루|이틀|사흘|나흘|닷새|엿새|이레|열흘|보름|[일주달월년해]\s*(?:전|前|후|뒤)')
+                    r'|며칠|몇|최근|하루|이틀|사흘|나흘|닷새|엿새|이레|열흘|보름|[일주달월년해]\s*(?:전|前|후|뒤)|올\s*(?:봄|여름|가을|겨울)'
+                    r'|(?:주|주일|달|개월|년|해)\s*(?:째|(?:이|가)?\s*(?:됐|되었|넘었))')
 
 def time_ranges(text: str, now: float, tz_offset: float | timedelta = 0) -> list[TimeRange]:
     "The time expressions in `text` (Korean and English), resolved against the clock `now` (Unix seconds, `tz_offset` seconds east of UTC), in text order."

@@ -24,6 +24,8 @@ past_ko = st.one_of(
     st.builds('지난 {}요일'.format, st.sampled_from(WD_KO)),
     st.builds('지난 {}월'.format, st.integers(1, 12)),
     st.builds('작년 {}월'.format, st.integers(1, 12)),
+    st.builds('{} {}'.format, st.sampled_from(['작년', '지난해', '지난']), st.sampled_from(['봄', '여름', '가을', '겨울'])),
+    st.builds('{}{}'.format, n.map(str), st.sampled_from(['년째', '달째', '개월째', '주째', '년 됐', '개월이 넘었', '달 됐'])),
     st.builds('최근 {}일'.format, n),
     st.builds('지난 {}주 동안'.format, n))
 past_en = st.one_of(
@@ -34,6 +36,10 @@ past_en = st.one_of(
     st.builds('{} {} ago'.format, st.one_of(n.map(str), st.sampled_from(EN_NUM)),
               st.sampled_from(['days', 'weeks', 'months', 'years', 'day', 'week'])),
     st.builds('last {}'.format, st.sampled_from(WD_EN + MON_EN)),
+    st.builds('last {}'.format, st.sampled_from(['Mon', 'Tue', 'Tues', 'Wed', 'Thu', 'Thurs', 'Fri', 'Sat', 'Sun', 'summer', 'winter',
+                                                 'spring', 'fall', 'autumn'])),
+    st.sampled_from(['this past weekend', 'past weekend']),
+    st.builds("for {} {} now".format, st.one_of(n.map(str), st.sampled_from(EN_NUM)), st.sampled_from(['days', 'weeks', 'months', 'years'])),
     st.builds('the past {} {}'.format, n, st.sampled_from(['days', 'weeks', 'months', 'years'])))
 past = st.one_of(past_ko, past_en)
 sentence = st.sampled_from(['{}', '{} 뭐 했지?', 'What did I do {}?', '{}에 누구 만났어?', 'We talked about it {}.'])
@@ -55,12 +61,13 @@ future_ko = st.one_of(
     st.sampled_from(['내일', '모레', '글피', '다음 주', '다음주', '다음 주말', '다음 달', '내년']),
     st.builds('다음 주 {}요일'.format, st.sampled_from(WD_KO)),
     st.builds('내년 {}월'.format, st.integers(1, 12)),
+    st.builds('내년 {}'.format, st.sampled_from(['봄', '여름', '가을', '겨울'])),
     st.builds('{}{}{} {}'.format, n.map(str), st.sampled_from(['', ' ']), st.sampled_from(['일', '주', '주일', '달', '개월', '년']),
               st.sampled_from(['후', '뒤'])),
     st.builds('{} {} 뒤'.format, st.sampled_from(KO_NUM), st.sampled_from(['달', '주', '해'])))
 future_en = st.one_of(
     st.sampled_from(['tomorrow', 'the day after tomorrow', 'next week', 'next weekend', 'next month', 'next year']),
-    st.builds('next {}'.format, st.sampled_from(WD_EN + MON_EN)),
+    st.builds('next {}'.format, st.sampled_from(WD_EN + MON_EN + ['Fri', 'Tue', 'summer', 'winter', 'spring', 'autumn'])),
     st.builds('in {} {}'.format, st.one_of(n.map(str), st.sampled_from(EN_NUM)), st.sampled_from(['days', 'weeks', 'months', 'years', 'day', 'week'])),
     st.builds('{} {} from now'.format, n.map(str), st.sampled_from(['days', 'weeks', 'months', 'years'])))
 plan = st.sampled_from(['{}', '{} 병원 가요.', 'I am seeing her {}.', '{}에 만나기로 했어', 'The show is {}!'])
