@@ -405,7 +405,7 @@ def _en_in_n(m, c): return _ahead(c, _num(m[1] or m[3]), _EN_UNIT(m[2] or m[4]))
 # %% ../nbs/12b_time.ipynb #15a6f8f3
 _MAX_CHARS = 1000
 # Every rule needs one of these (or a digit): most lines have none, and one search of the lower-cased text is ~20x
-# cheaper than the rules (a recall reads the times of ~100 candidate lines). `test_timeexpr_props.py` checks that it
+# cheaper than the rules (a recall reads the times of ~100 candidate lines); a text without Hangul skips the Korean rules. `test_timeexpr_props.py` checks that it
 # changes no result on generated expressions in sentences and on any text.
 _UNIT_EN = r'(?:nights?|days?|weeks?|weekends?|months?|years?|mornings?|afternoons?|evenings?)'
 _MAYBE = re.compile(r'\d|today|tonight|yesterday|tomorrow|(?<![a-z])ago(?![a-z])|from\s+now|before\s+last'
@@ -416,13 +416,24 @@ _MAYBE = re.compile(r'\d|today|tonight|yesterday|tomorrow|(?<![a-z])ago(?![a-z])
                     r'|며칠|몇|최근|하루|이틀|사흘|나흘|닷새|엿새|이레|열흘|보름|[일주달월년해]\s*(?:전|前|후|뒤)|올\s*(?:봄|여름|가을|겨울)'
                     r'|(?:주|주일|달|개월|년|해)\s*(?:째|(?:이|가)?\s*(?:됐|되었|넘었))')
 
+_SCREEN = True                                           # False: every rule on every text (the tests compare)
+_HANGUL = re.compile('[\uac00-\ud7a3]')
+_LATIN: list = []
+
+def _latin_rules() -> list:
+    "The rules that are not Korean (`_ko_*` resolvers need Hangul in the text they match), made once."
+    if len(_LATIN) != sum(not r[3].__name__.startswith('_ko_') for r in _RULES):
+        _LATIN[:] = [r for r in _RULES if not r[3].__name__.startswith('_ko_')]
+    return _LATIN
+
 def time_ranges(text: str, now: float, tz_offset: float | timedelta = 0) -> list[TimeRange]:
     "The time expressions in `text` (Korean and English), resolved against the clock `now` (Unix seconds, `tz_offset` seconds east of UTC), in text order."
     if not isinstance(text, str): raise TimeExprError(f"text must be a string, got {type(text).__name__}: {text!r:.60}")
     now, tz = _check_clock(now, tz_offset)
     text, c = clean_text(text[:_MAX_CHARS]), _Clock(now, tz)
-    if not _MAYBE.search(text.lower()): return []
-    found = [(m, kind, fuzzy, fn) for pat, kind, fuzzy, fn in _RULES for m in pat.finditer(text)]
+    if _SCREEN and not _MAYBE.search(text.lower()): return []
+    rules = _RULES if not _SCREEN or _HANGUL.search(text) else _latin_rules()     # no Hangul: the Korean rules cannot match
+    found = [(m, kind, fuzzy, fn) for pat, kind, fuzzy, fn in rules for m in pat.finditer(text)]
     found.sort(key=lambda f: f[0].start() - f[0].end())        # longest first; equal lengths keep the rules' order
     taken, out = [], []
     for m, kind, fuzzy, fn in found:
