@@ -24,7 +24,7 @@ from .episodes import TurnRecord, turn_id, turn_text, window_episode_ids
 from .language import term_sharer
 from .scoring import Candidate, Score, COMPONENTS, POOLS, Exclusion, Slot, score, rank, excluded_reason
 from .service import MemoryService, Observation, stored_window_ids
-from .recall import case_variants, source_candidates, arrange, fit_lines, _ranges, recall_limits, _day
+from .recall import case_variants, source_candidates, arrange, fit_lines, time_legs, recall_limits, _day
 from .rerank import joint_rank, source_links
 from .benchmarks import Benchmark, Conversation, Question, project_root, sample_benchmark_path
 from .metrics import Shown, QuestionResult, as_shown, evaluate, benefit_tax
@@ -179,8 +179,9 @@ def probe(service: MemoryService, scope: MemoryScope, history_or_query, settings
     qv = np.asarray(emb.embed_one(obs.query, query=True), dtype=np.float32) if emb is not None and obs.query.strip() else None
     hidden = _hidden(svc, scope, obs, qv)
     legs = s.fusion != 'none' and obs.query.strip()          # the same legs as `collect`: BM25 scores and the query's times
+    ranges, when = time_legs(obs.query, obs.now, s) if legs else ([], False)
     sources = source_candidates(svc.store, scope, obs.candidates, query_embedding=qv, terms=obs.terms, query=obs.query if legs else '',
-                                ranges=_ranges(obs.query, obs.now) if legs else []) if obs.candidates else []
+                                ranges=ranges, when=when) if obs.candidates else []
     return Probe(obs, history, hidden, sources, s, time.perf_counter() - t0)
 
 # %% ../nbs/40_explorer.ipynb #aa5cdd67

@@ -28,7 +28,7 @@ __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS'
            'block_language', 'asked', 'turn_shown', 'said', 'says', 'block_line', 'episode_line', 'item_line',
            'session_key', 'query_vector', 'initiative_scores', 'gather', 'core_block', 'source_candidates', 'BlockLine',
            'fit_lines', 'block_order', 'untold', 'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected',
-           'collect', 'recall_limits', 'recall']
+           'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -543,6 +543,12 @@ class Collected:
         return arrange(self.candidates, now, settings, sources=self.sources, core=self.core, window_ids=self.window_ids,
                        k=k, budget=budget, query=self.query, terms=self.terms)
 
+def time_legs(query: str, now: float | None, settings: Settings) -> tuple[list, bool]:
+    "What the temporal leg reads for `query` at `now`: its time ranges, and whether it asks when with no range (`asks_when`); none with the legs off."
+    if now is None or settings.fusion == 'none': return [], False
+    ranges = _ranges(query, now)
+    return ranges, not ranges and asks_when(query)
+
 def _ranges(query: str, now) -> list[TimeRange]:
     "The query's time ranges at `now`; none when the calendar cannot place `now` (the store accepts up to year 9999, dates end there)."
     try: return time_ranges(query, _check_now(now))
@@ -569,8 +575,7 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     if query.strip() or recent:
         qv = query_embedding if query_embedding is not None else query_vector(store, query)
         pool = settings.pool_size + len(window_ids) + len(core)
-        ranges = _ranges(query, now) if now is not None and settings.fusion != 'none' else []
-        when = not ranges and settings.fusion != 'none' and asks_when(query)     # "when did …?": the lines that say when
+        ranges, when = time_legs(query, now, settings)     # "when did …?" with no range: the lines that tell a time
         for sc in scopes:
             found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until, recent=recent, when=when)
             cands += found

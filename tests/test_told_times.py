@@ -76,3 +76,20 @@ def test_the_plan_leads_the_block_for_next_week(store, monkeypatch):
     assert [sc.item.id for sc in R.recall(st, ME, **q).ranked] == [ids['busy_en!']]
     monkeypatch.undo()
     assert [sc.item.id for sc in R.recall(st, ME, **q).ranked] == [ids['plan_en']]
+
+
+def test_the_explorer_reads_the_same_told_times_as_observe():
+    # A fact's source turn tells the time ("다음 주 화요일"); the question asks when. The explorer fetches source turns
+    # itself (`probe`), and must read them as `collect` does, or its replay ranks them differently from `observe`.
+    from jarvis_memory.explorer import probe
+    s = Settings(path=tempfile.mkdtemp(), embedding_provider='hashing')
+    svc = MemoryService(ChromaStore(s, embedder=HashingEmbedder()), s, clock=lambda: at(12, 5))
+    try:
+        turn = svc.write(ME, 'turn', 'U: 다음 주 화요일에 정형외과 가요.\nA: 알겠어요.', at=at(12, 1))
+        svc.write_fact(ME, 'extracted', '일정: 무릎 진료', metadata={'from_episode': turn.id}, at=at(12, 1, 10))
+        q, now = '무릎 진료 언제야?', at(12, 5, 12)
+        want = [(c.id, c.timely) for c in R.collect(svc.store, ME, q, s, now=now).sources]
+        assert want == [(turn.id, True)]
+        assert [(c.id, c.timely) for c in probe(svc, ME, q, now=now).sources] == want
+    finally:
+        svc.store.close()
