@@ -139,7 +139,7 @@ def query_vector(store: MemoryStore, query: str):
     "The query's embedding (query mode), or None without an embedder or query."
     return store.embedder.embed_one(query, query=True) if store.embedder is not None and query.strip() else None
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=16384)     # a line's times, read once: the same memories come back as candidates turn after turn
 def _told_times(text: str, at: float) -> tuple:
     "The times a line tells of, as `(start, end)` pairs resolved against when it was said ('next Tuesday' said on 1 May: 9 May)."
     try: return tuple((r.start, r.end) for r in time_ranges(text, at))
@@ -264,7 +264,7 @@ def _query_vec(v) -> np.ndarray | None:
 def source_candidates(store: MemoryStore, scope: MemoryScope, candidates: Iterable[Candidate], *, query_embedding=None,
                       terms: Iterable[str] = (), exclude_sources: Iterable[str] = ('thought',), query: str = '',
                       ranges: Iterable[TimeRange] = (), when: bool = False) -> list[Candidate]:
-    "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2). With `query`, their BM25 scores; with `ranges`, whether they are timely."
+    "Candidates for the source turns of the extracted facts among `candidates`, read under `scope`'s policy; deleted and filtered sources skipped (S-8.1, S-8.2). With `query`, their BM25 scores; with `ranges` (or `when`), whether they are timely (`_timely`)."
     store = _check_store(store)
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
     cands = _candidates(candidates)
