@@ -288,17 +288,19 @@ def sample_benchmark_path() -> Path:
 # %% ../nbs/30_benchmarks.ipynb #5ea15d10
 DATA_DIR_ENV = 'JARVIS_MEMORY_DATA_DIR'
 
+def _data_dir_env() -> str:
+    import os
+    return os.environ.get(DATA_DIR_ENV, '').strip()
+
 def data_dir() -> Path | None:
     "Where licensed benchmark data is read: `$JARVIS_MEMORY_DATA_DIR` if set, else `../shared/data` beside the project root."
-    import os
-    if env := os.environ.get(DATA_DIR_ENV, '').strip(): return Path(env).expanduser().resolve()
+    if env := _data_dir_env(): return Path(env).expanduser().resolve()
     root = project_root()
     return None if root is None else (root.parent / 'shared' / 'data').resolve()
 
 def _data_dir_said() -> str:
     "The data directory as an error message names it."
-    import os
-    if os.environ.get(DATA_DIR_ENV, '').strip(): return f"${DATA_DIR_ENV} ({data_dir()})"
+    if _data_dir_env(): return f"${DATA_DIR_ENV} ({data_dir()})"
     return f"../shared/data beside the project (set {DATA_DIR_ENV} to read it elsewhere)"
 
 def default_data_path(rel: str) -> Path | None:

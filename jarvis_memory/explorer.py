@@ -59,7 +59,6 @@ def _date(s, what='date') -> float:
     except (TypeError, ValueError): raise ExplorerError(f"{what} must be a 'YYYY-MM-DD' string, got {s!r}") from None
     return _dt.datetime(d.year, d.month, d.day, 12, tzinfo=_dt.timezone.utc).timestamp()
 
-
 def _pairs(turns: list) -> list[tuple]:
     "Benchmark turns paired into (utterance, answer) exchanges in order; an odd last turn has no answer."
     return [(turns[i], turns[i + 1] if i + 1 < len(turns) else None) for i in range(0, len(turns), 2)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from .scope import MemoryInputError
-from .language import clean_text
+from .language import clean_text, _HANGUL_RE
 
 # %% auto #0
 __all__ = ['TimeExprError', 'TimeRange', 'time_ranges', 'asks_when', 'say_date']
@@ -405,26 +405,24 @@ def _en_in_n(m, c): return _ahead(c, _num(m[1] or m[3]), _EN_UNIT(m[2] or m[4]))
 # %% ../nbs/12b_time.ipynb #15a6f8f3
 _MAX_CHARS = 1000
 # Every rule needs one of these (or a digit): most lines have none, and one search of the lower-cased text is ~20x
-# cheaper than the rules (a recall reads the times of ~100 candidate lines); a text without Hangul skips the Korean rules. `test_timeexpr_props.py` checks that it
-# changes no result on generated expressions in sentences and on any text.
+# cheaper than the rules (a recall reads the times of ~100 candidate lines); a text without Hangul skips the Korean
+# rules. `test_timeexpr_props.py` checks that neither changes a result, on generated expressions and on any text.
 _UNIT_EN = r'(?:nights?|days?|weeks?|weekends?|months?|years?|mornings?|afternoons?|evenings?)'
 _MAYBE = re.compile(r'\d|today|tonight|yesterday|tomorrow|(?<![a-z])ago(?![a-z])|from\s+now|before\s+last'
-                    rf'|(?<![a-z])(?:this|last|past|next)\s+(?:{_UNIT_EN}|few|several|couple|{_alt(_EN_NUM)}|{_WD_EN}|{_alt(_MONTHS)})(?![a-z])'
+                    rf'|(?<![a-z])(?:this|last|past|next)\s+(?:{_UNIT_EN}|few|several|couple|{_alt(_EN_NUM)}|{_WD_EN}|{_alt(_MONTHS)}|{_SEASON_EN})(?![a-z])'
                     rf'|(?<![a-z])(?:in|for)\s+(?:{_alt(_EN_NUM)})\s+{_UNIT_EN}|(?<![a-z])(?:{_alt(_MONTHS)})(?![a-z])'
-                    rf'|(?<![a-z])(?:this|last|past|next)\s+(?:{_SEASON_EN}|weekend)'
                     r'|어제|어젯|그저께|그제|그끄저께|그그저께|엊그|오늘|내일|모레|글피|지난|저번|이번|다음|작년|재작년|올해|금년|내년|이달'
                     r'|며칠|몇|최근|하루|이틀|사흘|나흘|닷새|엿새|이레|열흘|보름|[일주달월년해]\s*(?:전|前|후|뒤)|올\s*(?:봄|여름|가을|겨울)'
                     r'|(?:주|주일|달|개월|년|해)\s*(?:째|(?:이|가)?\s*(?:됐|되었|넘었))')
 
 _SCREEN = True                                           # False: every rule on every text (the tests compare)
-_HANGUL = re.compile('[\uac00-\ud7a3]')
-_LATIN: list = []
+_LATIN: dict = {}                                        # len(_RULES) -> the rules that are not Korean
 
 def _latin_rules() -> list:
-    "The rules that are not Korean (`_ko_*` resolvers need Hangul in the text they match), made once."
-    if len(_LATIN) != sum(not r[3].__name__.startswith('_ko_') for r in _RULES):
-        _LATIN[:] = [r for r in _RULES if not r[3].__name__.startswith('_ko_')]
-    return _LATIN
+    "The rules that are not Korean (`_ko_*` resolvers need Hangul in the text they match), made once per rule table."
+    if (got := _LATIN.get(len(_RULES))) is None:
+        got = _LATIN[len(_RULES)] = [r for r in _RULES if not r[3].__name__.startswith('_ko_')]
+    return got
 
 def time_ranges(text: str, now: float, tz_offset: float | timedelta = 0) -> list[TimeRange]:
     "The time expressions in `text` (Korean and English), resolved against the clock `now` (Unix seconds, `tz_offset` seconds east of UTC), in text order."
@@ -432,7 +430,7 @@ def time_ranges(text: str, now: float, tz_offset: float | timedelta = 0) -> list
     now, tz = _check_clock(now, tz_offset)
     text, c = clean_text(text[:_MAX_CHARS]), _Clock(now, tz)
     if _SCREEN and not _MAYBE.search(text.lower()): return []
-    rules = _RULES if not _SCREEN or _HANGUL.search(text) else _latin_rules()     # no Hangul: the Korean rules cannot match
+    rules = _RULES if not _SCREEN or _HANGUL_RE.search(text) else _latin_rules()     # no Hangul: the Korean rules cannot match
     found = [(m, kind, fuzzy, fn) for pat, kind, fuzzy, fn in rules for m in pat.finditer(text)]
     found.sort(key=lambda f: f[0].start() - f[0].end())        # longest first; equal lengths keep the rules' order
     taken, out = [], []
