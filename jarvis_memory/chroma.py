@@ -1127,6 +1127,19 @@ def lexical_scores(self: ChromaStore, scope: MemoryScope, query: str, ids) -> di
     ix, items = _hits_index(self, scope, query, None, ids)
     return {i: s for i, s in ix.scores(query, [i for i in ids if i in items]).items()}
 
+_SPEAKER_ROWS = 500       # without a mirror (server mode), `speakers` reads the names in this many newest rows
+
+@patch
+@_guarded
+def speakers(self: ChromaStore, scope: MemoryScope) -> frozenset:
+    "The names of the people whose lines the memories `scope` may read hold (item metadata `speaker`, `answer_speaker`)."
+    c, policy, where, pred = self._access(scope, None)
+    m = self._mirror(c)
+    if m is not None:
+        with m.lock: return m.speakers(pred)
+    items = self._select(scope, policy, c, where, None, 'created_at', True, _SPEAKER_ROWS)
+    return frozenset(n for it in items for k in ('speaker', 'answer_speaker') if isinstance(n := it.metadata.get(k), str) and n)
+
 # %% ../nbs/05_chroma.ipynb #c040ca21
 @patch
 def _readable_rows(self: ChromaStore, scope, ids, flt=None) -> tuple:

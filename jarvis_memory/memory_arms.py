@@ -18,7 +18,7 @@ from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items
 from .language import recall_terms, recall_query, text_language, is_contentless
 from .service import MemoryService, history_query, leaves_initiative
-from .recall import BlockLine, collect, item_line, turn_shown, says_nothing
+from .recall import BlockLine, collect, item_line, turn_shown, says_nothing, without_speakers
 from .llm import LLM, LLMCache
 from .benchmarks import Conversation, Session, Turn, Question, project_root
 from .metrics import Shown, fit_budget, norm_ws
@@ -435,11 +435,15 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
                if h is None else history_query(h, settings)
                for q, h in zip(questions, hists)]    # mid-conversation: the query observe builds from the session so far
     said = [q for q in queries if q.strip()]         # a question that says nothing ("네") has no query and no vector
-    vecs = iter(emb.embed(said, query=True) if emb is not None and said else [])    # one batch (and cache) for all
-    qvecs = [next(vecs) if emb is not None and q.strip() else None for q in queries]
+    fam_scopes = {fam: [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides if fam == 'raw' or side.turns] for fam in need}
+    qvecs = {}
+    for fam, scopes in fam_scopes.items():           # the vector `collect` would make (`recall.query_vector`: without who speaks),
+        names = {n for sc in scopes for n in store.speakers(sc)}    # in one batch (and cache) for all
+        vecs = iter(emb.embed([without_speakers(q, names) for q in said], query=True) if emb is not None and said else [])
+        qvecs[fam] = [next(vecs) if emb is not None and q.strip() else None for q in queries]
     out = {a: {} for a in arms}
     starts, step = session_times(conv), line_seconds(conv)
-    for q, cut, hist, query, qv in zip(questions, cuts, hists, queries, qvecs):
+    for i, (q, cut, hist, query) in enumerate(zip(questions, cuts, hists, queries)):
         until = None if cut is None else starts[cut.session] + step * cut.window - 1e-3
         q_now = now if cut is None else starts[cut.session] + step * cut.line
         initiative = leaves_initiative(hist if hist is not None else [{'role': 'user', 'content': q.question}])   # observe's rule
@@ -450,8 +454,7 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
         for a in arms:
             fam, s = MEMORY_ARMS[a], arm_settings(settings, a, pool)
             if fam not in reads:
-                scopes = [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides if fam == 'raw' or side.turns]
-                reads[fam] = collect(store, scopes, query, s, terms=terms, query_embedding=qv, sources='turns+src' in arms and fam == 'turns',
+                reads[fam] = collect(store, fam_scopes[fam], query, s, terms=terms, query_embedding=qvecs[fam][i], sources='turns+src' in arms and fam == 'turns',
                                      now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
             ranked = (shown_item(mem, ln) for ln in res.iter_lines())   # made as `_gold_rank` reads: most questions stop early

@@ -7,6 +7,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/mirror.html.md"""
 # %% ../nbs/04_mirror.ipynb #2689c7fc
 from __future__ import annotations
 import bisect, functools, gc, hashlib, heapq, json, math, operator, os, struct, threading, time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,9 @@ _SMALL = 2048                      # rows of small groups, searched exactly with
 _CHAR_ROWS = 20_000                # a one-character term with more postings than this: walk rows newest first
 
 def _num(v) -> float: return float(v) if isinstance(v, _NUM) and not isinstance(v, bool) else -math.inf
+
+_SPEAKER_KEYS = (_MP + 'speaker', _MP + 'answer_speaker')   # the item metadata that names who said a row's lines
+def _said_by(meta: dict) -> tuple: return tuple(n for k in _SPEAKER_KEYS if isinstance(n := meta.get(k), str) and n)
 
 def _uniq(a: np.ndarray) -> np.ndarray:
     "Sorted unique values (np.unique is much slower on large integer arrays in numpy 2.4)."
@@ -132,6 +136,7 @@ class _Mirror:
         self.near = None                                    # (query bytes, version, {id: cosine}) of the last search
         self.vec = _Vectors()                               # row number -> unit vector (`nearest`; else small groups only)
         self.gmat: dict = {}                                # group key -> (row numbers, their unit vectors)
+        self.names: dict = {}                               # group key -> Counter of the speakers' names its rows hold (`speakers`)
         self.short: set = set()                             # rows whose document has one character (no bigram)
         self.lex = None                                     # BM25 index of the live rows (lexical leg): built on first use, then kept in step
         self.lex_saved = None                               # until then, the BM25 terms a snapshot brought (`_SavedLex`), if any
@@ -173,6 +178,7 @@ class _Mirror:
         codes = self.codes
         gcode = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int32, count=n)
         ct, imp = nums(field('created_at')), nums(field('importance'))
+        who = [field(k) for k in _SPEAKER_KEYS]
         order = np.argsort(gcode, kind='stable')
         bounds = np.r_[0, np.cumsum(np.bincount(gcode, minlength=len(codes)))].tolist()
         for key, c in codes.items():                               # each group's sort keys, sorted once
@@ -180,6 +186,8 @@ class _Mirror:
             g = self.groups[key] = _Group()
             g_ids, g_t = [self.ids[r] for r in rows], [ct[r] for r in rows]
             g.by_time = sorted(zip(g_t, g_ids)); g.by_imp = sorted(zip([imp[r] for r in rows], g_t, g_ids))
+            said = Counter(w for col in who for r in rows if isinstance(w := col[r], str) and w)
+            if said: self.names[key] = said
         self.gcode[:n], self.ctime[:n] = gcode, ct
         self.short = {rn for rn, d in enumerate(self.docs) if len(d) < 2}
         self.vec.missing = {rn for rn, v in enumerate(field('has_vector')) if v}   # fetched when `nearest` needs them
@@ -220,6 +228,7 @@ class _Mirror:
         bisect.insort(g.by_time, (t, id)); bisect.insort(g.by_imp, (_num(m.get('importance')), t, id))
         self.gcode[rn], self.ctime[rn] = self.codes[key], t
         self.gmat.pop(key, None)
+        if said := _said_by(m): self.names.setdefault(key, Counter()).update(said)
 
     def _ungroup(self, rn):
         m, id = self.metas[rn], self.ids[rn]
@@ -229,6 +238,10 @@ class _Mirror:
         del g.by_imp[bisect.bisect_left(g.by_imp, (_num(m.get('importance')), t, id))]
         self.gcode[rn] = -1
         self.gmat.pop(key, None)
+        if said := _said_by(m):
+            c = self.names[key]; c.subtract(said)
+            for n in said:
+                if c[n] <= 0: del c[n]
 
     def _kill(self, rn):
         self._ungroup(rn)
@@ -264,7 +277,8 @@ class _Mirror:
             if rn is None: continue
             new = self._freeze({**self.metas[rn], **p})
             old = self.metas[rn]
-            if _gkey(new) != _gkey(old) or new.get('created_at') != old.get('created_at') or new.get('importance') != old.get('importance'):
+            if (_gkey(new) != _gkey(old) or new.get('created_at') != old.get('created_at') or new.get('importance') != old.get('importance')
+                    or _said_by(new) != _said_by(old)):
                 self._ungroup(rn); self.metas[rn] = new; self._group(rn)
             else: self.metas[rn] = new
             if not _LEX_CONTEXT.isdisjoint(p):
@@ -488,6 +502,11 @@ def lexical(self: _Mirror, pred: ReadClause, query: str, ok, k: int) -> list:
     return [(self.rn[i], s) for i, s in self.lexicon().search(query, k, allow=allow)]
 
 @patch
+def speakers(self: _Mirror, pred: ReadClause) -> frozenset:
+    "The names of who said the lines of the rows in the groups `pred` allows (whole groups, as `allowed`; counted with every write)."
+    return frozenset(n for key, said in self.names.items() if pred.group(key) for n in said)
+
+@patch
 def lexical_scores(self: _Mirror, query: str, rns: list) -> dict:
     "BM25 scores `{row number: score}` of rows `rns` for `query` (rows sharing no term are left out)."
     ids = [self.ids[rn] for rn in rns if rn is not None and self.ids[rn] is not None]
@@ -613,7 +632,7 @@ def _values(col: tuple) -> list:
     if voc is not None: return list(map(voc.__getitem__, data.tolist()))
     return data.tolist() if isinstance(data, np.ndarray) else data
 
-_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance', 'has_vector')   # what `_fill` reads of every row
+_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance', 'has_vector', *_SPEAKER_KEYS)   # what `_fill` reads of every row
 _UNBUILT = object()
 
 class _LazyMetas(list):

@@ -18,7 +18,7 @@ from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date, asks_when
 from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests
+from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests, PARTICLES
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates
@@ -26,9 +26,9 @@ from .rerank import joint_rank, source_links, _candidates
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
            'block_language', 'asked', 'turn_shown', 'said', 'says', 'block_line', 'episode_line', 'item_line',
-           'session_key', 'query_vector', 'initiative_scores', 'gather', 'core_block', 'source_candidates', 'BlockLine',
-           'fit_lines', 'block_order', 'untold', 'Recall', 'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected',
-           'time_legs', 'collect', 'recall_limits', 'recall']
+           'session_key', 'without_speakers', 'query_vector', 'initiative_scores', 'gather', 'core_block',
+           'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'untold', 'Recall', 'says_nothing', 'turn_of',
+           'fuse', 'arrange', 'Collected', 'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -135,9 +135,23 @@ def _check_store(store) -> MemoryStore:
     if not is_store(store): raise StoreError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
     return store
 
-def query_vector(store: MemoryStore, query: str):
-    "The query's embedding (query mode), or None without an embedder or query."
-    return store.embedder.embed_one(query, query=True) if store.embedder is not None and query.strip() else None
+@functools.lru_cache(maxsize=1024)
+def _names_re(names: tuple) -> re.Pattern:
+    particles = '|'.join(map(re.escape, PARTICLES))      # "민수는", "Caroline's": the name with what it carries
+    return re.compile(rf"(?<!\w)(?:{'|'.join(map(re.escape, names))})(?:['’]s|{particles})?(?!\w)", re.IGNORECASE)
+
+def without_speakers(query: str, names: Iterable[str]) -> str:
+    "`query` without the names of the people who speak in the memory (and the possessive or particle they carry); the query itself if nothing else is left."
+    names = tuple(sorted({n.strip() for n in names if isinstance(n, str) and n.strip()}, key=lambda n: (-len(n), n)))
+    if not names or not query: return query
+    left = ' '.join(_names_re(names).sub(' ', query).split())
+    return left if re.search(r'\w', left) else query
+
+def query_vector(store: MemoryStore, query: str, scopes: MemoryScope | Iterable[MemoryScope] = ()):
+    "The query's embedding (query mode) for the vector leg: without the names of who speaks in `scopes`' memories (`without_speakers`); None without an embedder or query."
+    if store.embedder is None or not query.strip(): return None
+    scopes = [scopes] if isinstance(scopes, MemoryScope) else list(scopes)
+    return store.embedder.embed_one(without_speakers(query, {n for sc in scopes for n in store.speakers(sc)}), query=True)
 
 @functools.lru_cache(maxsize=16384)     # a line's times, read once: the same memories come back as candidates turn after turn
 def _told_times(text: str, at: float) -> tuple:
@@ -198,7 +212,7 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
     ranges = list(ranges) if legs else []
     flt = RECALL_FILTER if until is None else replace(RECALL_FILTER, until=until, include_superseded=True)   # as of `until`
     kw = store.keyword(scope, case_variants(terms), filter=flt, limit=n * 4) if terms and not legs else []   # BM25 replaces it
-    vec, qv = [], (query_embedding if query_embedding is not None else query_vector(store, query))
+    vec, qv = [], (query_embedding if query_embedding is not None else query_vector(store, query, scope))
     if qv is not None:
         vec = store.search(scope, embedding=qv, k=n, min_cosine=settings.vector_floor, filter=flt)
     lex = store.lexical(scope, query, k=n, filter=flt) if legs and query.strip() else []
@@ -573,7 +587,7 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     with_sources = settings.source_recall if sources is None else sources
     cands, srcs = [], []
     if query.strip() or recent:
-        qv = query_embedding if query_embedding is not None else query_vector(store, query)
+        qv = query_embedding if query_embedding is not None else query_vector(store, query, scopes)
         pool = settings.pool_size + len(window_ids) + len(core)
         ranges, when = time_legs(query, now, settings)     # "when did …?" with no range: the lines that tell a time
         for sc in scopes:

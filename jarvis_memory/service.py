@@ -81,9 +81,9 @@ class Observation:
 # %% ../nbs/20_service.ipynb #9eb71931
 class MemoryService(Consolidation, Patterns):
     "Long-term memory for one agent harness: `observe` before the model, `record_turn` and `reinforce` after (S-3–S-10)."
-    def query_vector(self, query: str):
-        "The query's embedding (query mode) with this store's embedder, or None: pass it to `observe(query_embedding=)` to embed once."
-        return query_vector(self.store, query)
+    def query_vector(self, query: str, scope: MemoryScope | None = None):
+        "The query's embedding (query mode) with this store's embedder, or None: pass it to `observe(query_embedding=)` to embed once. With `scope`, the vector `observe` makes (without the names of who speaks in its memories, `recall.query_vector`)."
+        return query_vector(self.store, query, () if scope is None else [session_scope(scope)])
     def core_block(self, scope: MemoryScope) -> list[MemoryItem]:
         "The core facts block `observe` shows for `scope` (S-6.3)."
         return core_block(self.store, [scope], self.settings)

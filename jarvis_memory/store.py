@@ -61,6 +61,8 @@ class MemoryStore(Protocol):
         "The `k` best items `scope` may read for `query` by BM25 over their `lexical.lexical_text`, as `(item, score)` best first."
     def lexical_scores(self, scope: MemoryScope, query: str, ids) -> dict:
         "BM25 score for `query` of each readable item among `ids` that shares a term with it: `{id: score}`."
+    def speakers(self, scope: MemoryScope) -> frozenset:
+        "The names of the people whose lines the memories `scope` may read hold (item metadata `speaker`, `answer_speaker`)."
     def count(self, scope: MemoryScope, filter: Filter | None = None) -> int:
         "How many items `scope` may read that match `filter`."
     def touch(self, scope: MemoryScope, ids, when: float) -> int:

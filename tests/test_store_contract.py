@@ -212,6 +212,20 @@ def test_lexical_bm25_under_the_read_clause_and_current(store, alice):
     with pytest.raises(StoreError, match='query'): store.lexical(s, 3)
 
 
+def test_speakers_under_the_read_clause_and_current(store, alice):
+    "The names that speak in what a scope may read (the vector leg leaves them out of its query): writes and deletes show at once."
+    s, k = sc(alice), sc(alice, 'karen', 's1/karen')
+    store.put([MemoryItem.new(s, 'turn', 'U: hi Gina\nA: hi Jon', id='p1', created_at=T0, metadata={'speaker': 'Jon', 'answer_speaker': 'Gina'}),
+               MemoryItem.new(s, 'turn', 'U: 안녕\nA: 네', id='p2', created_at=T0 + 1, metadata={'speaker': '민수'}),
+               MemoryItem.new(s, 'turn', 'U: no names\nA: none', id='p3', created_at=T0 + 2),
+               MemoryItem.new(k, 'turn', 'U: secret\nA: ok', id='p4', created_at=T0 + 3, metadata={'speaker': 'Karen'})])
+    assert store.speakers(s) == {'Jon', 'Gina', '민수'}          # karen's p4: not readable by main
+    assert store.speakers(k) == {'Karen'}                         # karen may not read main's turns
+    store.delete(s, ['p2'])
+    assert store.speakers(s) == {'Jon', 'Gina'}
+    assert store.speakers(sc(f"{alice}-x")) == frozenset()
+
+
 # ---------------------------------------------------------------------------------------------- list
 def test_list_ordering_and_limit(store, alice):
     s = sc(alice)
