@@ -174,8 +174,8 @@ def probe(service: MemoryService, scope: MemoryScope, history_or_query, settings
     t0 = time.perf_counter()
     svc = service if s is service.settings else MemoryService(service.store, s, clock=service.clock, working=service.working)
     obs = svc.observe(scope, history, now=now)
-    emb = service.store.embedder
-    qv = np.asarray(emb.embed_one(obs.query, query=True), dtype=np.float32) if emb is not None and obs.query.strip() else None
+    qv = svc.query_vector(obs.query, scope)                  # the vector observe made (without who speaks)
+    qv = None if qv is None else np.asarray(qv, dtype=np.float32)
     hidden = _hidden(svc, scope, obs, qv)
     legs = s.fusion != 'none' and obs.query.strip()          # the same legs as `collect`: BM25 scores and the query's times
     ranges, when = time_legs(obs.query, obs.now, s) if legs else ([], False)

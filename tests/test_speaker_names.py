@@ -73,3 +73,14 @@ def test_a_store_without_names_embeds_the_query_as_it_is(svc):
     q = 'Which cities has Jon visited?'
     assert svc.store.speakers(NONAMES) == frozenset()
     assert np.allclose(R.query_vector(svc.store, q, [NONAMES]), svc.store.embedder.embed_one(q, query=True))
+
+
+def test_the_explorer_replays_that_vector(svc):
+    from jarvis_memory.explorer import probe
+    q = 'Which cities has Jon visited?'
+    svc.write(JON, 'thought', 'Jon has visited Rome; ask Jon about other cities.', at=T0 + 10)   # hidden from recall, shown by the explorer
+    p = probe(svc, JON, q, now=T0 + 86400)
+    cands = [c for c in p.hidden if c.relevance is not None]
+    assert len(cands) == 1
+    want = svc.store.cosines(JON, [c.id for c in cands], svc.query_vector(q, JON))
+    assert all(abs(c.relevance - want[c.id]) < 1e-5 for c in cands)
