@@ -5,7 +5,8 @@
 A floor should let through what is related and keep out what is not. Our team-written benchmark gives both
 without looking at any public benchmark's answers: a question and a line of *another* conversation are unrelated
 by construction; a question and its own gold lines are related. The script prints percentiles of both cosine
-distributions (question embedded in query mode, lines in passage mode) and the share of gold pairs the floor
+distributions (question embedded in query mode without the speakers' names, as the vector leg embeds it
+(`recall.query_vector`), lines in passage mode) and the share of gold pairs the floor
 keeps out; then where USE's interference cosine (0.6, S-2.5) sits among unrelated line-line pairs, and this
 embedder's cosine at that percentile (the rule of `Settings.interference_cosine`). Not a test: it prints, and the note of issue 13 quotes it.
 """
@@ -14,6 +15,7 @@ import numpy as np
 from jarvis_memory.benchmarks import Benchmark
 from jarvis_memory.settings import Settings
 from jarvis_memory.embeddings import get_embedder
+from jarvis_memory.recall import without_speakers
 
 ap = argparse.ArgumentParser()
 ap.add_argument('--data', default='data/jarvis_dialogues.json')
@@ -25,7 +27,8 @@ lines = [(c.id, t.id, t.text) for c in b.conversations for t in c.turns]
 qs = [(q.conversation_id, q.question, set(q.evidence)) for q in b.questions]
 unit = lambda m: m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 L = unit(np.asarray(emb.embed([t for _, _, t in lines]), dtype=np.float32))
-Q = unit(np.asarray(emb.embed([q for _, q, _ in qs], query=True), dtype=np.float32))
+spk = {c.id: {t.speaker for t in c.turns} for c in b.conversations}
+Q = unit(np.asarray(emb.embed([without_speakers(q, spk[cid]) for cid, q, _ in qs], query=True), dtype=np.float32))
 S = Q @ L.T
 other = np.array([[lc != cid for lc, _, _ in lines] for cid, _, _ in qs])
 gold = np.array([[lc == cid and lid in ev for lc, lid, _ in lines] for cid, _, ev in qs])
