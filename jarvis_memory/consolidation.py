@@ -9,7 +9,8 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/consolidation.html.md"""
 from __future__ import annotations
 import hashlib, json, logging, math, re, time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 import numpy as np
 from fastcore.basics import patch
@@ -190,9 +191,14 @@ def grounding_value(value: str, about: str | None = None) -> str:
     if about: v = re.sub(re.escape(about) + r"(?:'s)?", ' ', v, flags=re.I)
     return _one_line(v) or value
 
-def ground_fact(fact: dict, utterance: str, lang: str, asked: str | None = None, about: str | None = None):
-    "The `Grounding` of an extracted fact against its source `utterance` (and the line it answers), copies of the prompt example included."
-    return grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked)
+def ground_fact(fact: dict, utterance: str, lang: str, asked: str | None = None, about: str | None = None,
+                speakers: Iterable[str] = ()):
+    "The `Grounding` of an extracted fact against its source `utterance` (and the line it answers), copies of the prompt example included; a name fact whose value is one of `speakers` (people who speak in the memory) other than `about` names someone else."
+    v = grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked)
+    if v.ok and canonical_key(fact['key'], lang) in ('name', '이름'):
+        said = {o.casefold() for o in speakers if isinstance(o, str) and o.strip() and o.casefold() != (about or '').casefold()}
+        if re.sub(r'[^\w\s]', '', fact['value']).strip().casefold() in said: return replace(v, ok=False, reason=Reason.OTHER_PERSON)
+    return v
 
 def shape_fact(fact: dict, lang: str, at: float, utterance: str = '', asked: str | None = None) -> tuple[dict, dict]:
     "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` in `utterance`, answering `asked` (see above)."
@@ -404,14 +410,14 @@ def _source_lines(g: _Group, src: MemoryItem) -> tuple[str, str | None]:
 
 _STAY = (Reason.REQUEST, Reason.EXAMPLE_COPY)     # what the fact is where its words are: not looked for elsewhere
 
-def _grounded_source(g: _Group, f: dict, src: MemoryItem, rule: str, lang: str | None, about: str | None):
+def _grounded_source(g: _Group, f: dict, src: MemoryItem, rule: str, lang: str | None, about: str | None, speakers=()):
     "(source, rule, utterance, asked, Grounding): provenance's turn if the fact is grounded there, else the first other"
     "turn sharing its words (most words first) where it is (rule 'grounding'), else provenance's turn and its verdict."
     "A fact whose words are, at provenance's turn, a request or the prompt's example is that, and is not looked for elsewhere"
     "(a weaker match in another turn would ground 'cc Jordan for the mobile team' where the user said Jordan had left)."
     def judge(ep):
         utt, asked = _source_lines(g, ep)
-        return utt, asked, ground_fact(f, utt, lang or text_language(utt or f['value']), asked, about)
+        return utt, asked, ground_fact(f, utt, lang or text_language(utt or f['value']), asked, about, speakers)
     utt, asked, v = judge(src)
     if v.ok or v.reason in _STAY: return src, rule, utt, asked, v
     text = f"{f['key']}: {f['value']}"
@@ -443,6 +449,7 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
     now = self._now(now)
     report = ConsolidationReport(scope, session_id, now)
     episodes = self.pending_episodes(scope, session_id)
+    speakers = self.store.speakers(scope) if episodes else frozenset()   # who speaks here: a name fact naming one of them is theirs
     down = None
     for g in _groups(episodes):
         t0 = time.perf_counter()
@@ -472,7 +479,7 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
         with self.store.deferred():                  # the group's facts and its episodes' flag reach Chroma together (05_chroma)
             made = []                                # (fact id, source turn id) written by this batch
             for f, (src, rule) in zip(kept, self._provenance(gscope, g, kept)):
-                src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about)
+                src, rule, utt, asked, v = _grounded_source(g, f, src, rule, rep.lang, about, speakers)
                 lang = rep.lang or text_language(utt or f['value'])
                 shown = json.dumps({k: f[k] for k in ('key', 'value', 'importance')}, ensure_ascii=False)
                 rep.checked.append({'key': f['key'], 'value': f['value'], 'from_episode': src.id, 'provenance': rule, 'reason': v.reason.value})
