@@ -26,7 +26,7 @@ from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, 
                                  MemoryItem, Team)
 from .settings import Settings
 from .embeddings import Embedder, EmbeddingError
-from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP,
+from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP, said_by,
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks, passes_floor)
 from .mirror import _Mirror, _FLUSH_N, _SMALL, SnapshotUnusable
@@ -1138,7 +1138,7 @@ def speakers(self: ChromaStore, scope: MemoryScope) -> frozenset:
     if m is not None:
         with m.lock: return m.speakers(pred)
     items = self._select(scope, policy, c, where, None, 'created_at', True, _SPEAKER_ROWS)
-    return frozenset(n for it in items for k in ('speaker', 'answer_speaker') if isinstance(n := it.metadata.get(k), str) and n)
+    return frozenset(n for it in items for n in said_by(it.metadata))
 
 # %% ../nbs/05_chroma.ipynb #c040ca21
 @patch

@@ -18,7 +18,7 @@ from .chroma import ChromaStore
 from .episodes import TurnRecord, turn_items
 from .language import recall_terms, recall_query, text_language, is_contentless
 from .service import MemoryService, history_query, leaves_initiative
-from .recall import BlockLine, collect, item_line, turn_shown, says_nothing, without_speakers
+from .recall import BlockLine, collect, item_line, turn_shown, says_nothing, vector_text
 from .llm import LLM, LLMCache
 from .benchmarks import Conversation, Session, Turn, Question, project_root
 from .metrics import Shown, fit_budget, norm_ws
@@ -437,9 +437,8 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
     said = [q for q in queries if q.strip()]         # a question that says nothing ("네") has no query and no vector
     fam_scopes = {fam: [side.raw_scope if fam == 'raw' else side.scope for side in mem.sides if fam == 'raw' or side.turns] for fam in need}
     qvecs = {}
-    for fam, scopes in fam_scopes.items():           # the vector `collect` would make (`recall.query_vector`: without who speaks),
-        names = {n for sc in scopes for n in store.speakers(sc)}    # in one batch (and cache) for all
-        vecs = iter(emb.embed([without_speakers(q, names) for q in said], query=True) if emb is not None and said else [])
+    for fam, scopes in fam_scopes.items():           # the vector `collect` would make (`recall.vector_text`), in one batch (and cache) for all
+        vecs = iter(emb.embed([vector_text(store, q, scopes) for q in said], query=True) if emb is not None and said else [])
         qvecs[fam] = [next(vecs) if emb is not None and q.strip() else None for q in queries]
     out = {a: {} for a in arms}
     starts, step = session_times(conv), line_seconds(conv)

@@ -15,7 +15,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .scope import MemoryItem
-from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK, _MP, row_context
+from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK, _MP, row_context, said_by, SPEAKER_KEYS
 from .lexical import LexicalIndex, LexicalError, lexical_text, CONTEXT_KEYS
 
 # %% auto #0
@@ -30,8 +30,7 @@ _CHAR_ROWS = 20_000                # a one-character term with more postings tha
 
 def _num(v) -> float: return float(v) if isinstance(v, _NUM) and not isinstance(v, bool) else -math.inf
 
-_SPEAKER_KEYS = (_MP + 'speaker', _MP + 'answer_speaker')   # the item metadata that names who said a row's lines
-def _said_by(meta: dict) -> tuple: return tuple(n for k in _SPEAKER_KEYS if isinstance(n := meta.get(k), str) and n)
+_SPEAKER_KEYS = tuple(_MP + k for k in SPEAKER_KEYS)       # the row metadata that names who said a row's lines
 
 def _uniq(a: np.ndarray) -> np.ndarray:
     "Sorted unique values (np.unique is much slower on large integer arrays in numpy 2.4)."
@@ -228,7 +227,7 @@ class _Mirror:
         bisect.insort(g.by_time, (t, id)); bisect.insort(g.by_imp, (_num(m.get('importance')), t, id))
         self.gcode[rn], self.ctime[rn] = self.codes[key], t
         self.gmat.pop(key, None)
-        if said := _said_by(m): self.names.setdefault(key, Counter()).update(said)
+        if said := said_by(m, _MP): self.names.setdefault(key, Counter()).update(said)
 
     def _ungroup(self, rn):
         m, id = self.metas[rn], self.ids[rn]
@@ -238,7 +237,7 @@ class _Mirror:
         del g.by_imp[bisect.bisect_left(g.by_imp, (_num(m.get('importance')), t, id))]
         self.gcode[rn] = -1
         self.gmat.pop(key, None)
-        if said := _said_by(m):
+        if said := said_by(m, _MP):
             c = self.names[key]; c.subtract(said)
             for n in said:
                 if c[n] <= 0: del c[n]
@@ -278,7 +277,7 @@ class _Mirror:
             new = self._freeze({**self.metas[rn], **p})
             old = self.metas[rn]
             if (_gkey(new) != _gkey(old) or new.get('created_at') != old.get('created_at') or new.get('importance') != old.get('importance')
-                    or _said_by(new) != _said_by(old)):
+                    or said_by(new, _MP) != said_by(old, _MP)):
                 self._ungroup(rn); self.metas[rn] = new; self._group(rn)
             else: self.metas[rn] = new
             if not _LEX_CONTEXT.isdisjoint(p):

@@ -26,9 +26,9 @@ from .rerank import joint_rank, source_links, _candidates
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
            'block_language', 'asked', 'turn_shown', 'said', 'says', 'block_line', 'episode_line', 'item_line',
-           'session_key', 'without_speakers', 'query_vector', 'initiative_scores', 'gather', 'core_block',
-           'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'untold', 'Recall', 'says_nothing', 'turn_of',
-           'fuse', 'arrange', 'Collected', 'time_legs', 'collect', 'recall_limits', 'recall']
+           'session_key', 'without_speakers', 'vector_text', 'query_vector', 'initiative_scores', 'gather',
+           'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'untold', 'Recall',
+           'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -147,11 +147,15 @@ def without_speakers(query: str, names: Iterable[str]) -> str:
     left = ' '.join(_names_re(names).sub(' ', query).split())
     return left if re.search(r'\w', left) else query
 
-def query_vector(store: MemoryStore, query: str, scopes: MemoryScope | Iterable[MemoryScope] = ()):
-    "The query's embedding (query mode) for the vector leg: without the names of who speaks in `scopes`' memories (`without_speakers`); None without an embedder or query."
-    if store.embedder is None or not query.strip(): return None
+def vector_text(store: MemoryStore, query: str, scopes: MemoryScope | Iterable[MemoryScope] = ()) -> str:
+    "What the vector leg embeds for `query`: the query without the names of who speaks in `scopes`' memories (`without_speakers`)."
     scopes = [scopes] if isinstance(scopes, MemoryScope) else list(scopes)
-    return store.embedder.embed_one(without_speakers(query, {n for sc in scopes for n in store.speakers(sc)}), query=True)
+    return without_speakers(query, {n for sc in scopes for n in store.speakers(sc)})
+
+def query_vector(store: MemoryStore, query: str, scopes: MemoryScope | Iterable[MemoryScope] = ()):
+    "The query's embedding (query mode) for the vector leg, of its `vector_text`; None without an embedder or query."
+    if store.embedder is None or not query.strip(): return None
+    return store.embedder.embed_one(vector_text(store, query, scopes), query=True)
 
 @functools.lru_cache(maxsize=16384)     # a line's times, read once: the same memories come back as candidates turn after turn
 def _told_times(text: str, at: float) -> tuple:

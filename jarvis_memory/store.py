@@ -18,8 +18,8 @@ from .scope import (MemoryInputError, MemoryUnavailable, ScopeError, ItemError, 
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['COS_EPS', 'STORE_BACKENDS', 'StoreError', 'StoreUnavailable', 'StoreLockedError', 'MemoryStore', 'is_store',
-           'passes_floor', 'row_context', 'row_superseded', 'Filter', 'ReadClause', 'open_store']
+__all__ = ['COS_EPS', 'SPEAKER_KEYS', 'STORE_BACKENDS', 'StoreError', 'StoreUnavailable', 'StoreLockedError', 'MemoryStore',
+           'is_store', 'passes_floor', 'said_by', 'row_context', 'row_superseded', 'Filter', 'ReadClause', 'open_store']
 
 # %% ../nbs/03_store.ipynb #2cc151c0
 _log = logging.getLogger(__name__)
@@ -124,6 +124,12 @@ def _check_i64(meta: dict, what: str):
 def _item_meta(meta: dict) -> dict:
     "The item metadata a stored row carries (its `m.` keys, prefix removed)."
     return {k[2:]: v for k, v in meta.items() if k[:2] == _MP}
+
+SPEAKER_KEYS = ('speaker', 'answer_speaker')     # item metadata naming who said an item's lines (`MemoryStore.speakers`)
+
+def said_by(meta: dict, prefix: str = '') -> tuple:
+    "The names `meta` gives under `SPEAKER_KEYS` (item metadata; a stored row's with `prefix=_MP`)."
+    return tuple(n for k in SPEAKER_KEYS if isinstance(n := meta.get(prefix + k), str) and n)
 
 def row_context(meta: dict) -> dict:
     "What `lexical.lexical_text` reads of a stored row: its item metadata (prefix removed) and `created_at`."
