@@ -9,7 +9,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/consolidation.html.md"""
 from __future__ import annotations
 import hashlib, json, logging, math, re, time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
@@ -194,11 +194,9 @@ def grounding_value(value: str, about: str | None = None) -> str:
 def ground_fact(fact: dict, utterance: str, lang: str, asked: str | None = None, about: str | None = None,
                 speakers: Iterable[str] = ()):
     "The `Grounding` of an extracted fact against its source `utterance` (and the line it answers), copies of the prompt example included; a name fact whose value is one of `speakers` (people who speak in the memory) other than `about` names someone else."
-    v = grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked)
-    if v.ok and canonical_key(fact['key'], lang) in ('name', '이름'):
-        said = {o.casefold() for o in speakers if isinstance(o, str) and o.strip() and o.casefold() != (about or '').casefold()}
-        if re.sub(r'[^\w\s]', '', fact['value']).strip().casefold() in said: return replace(v, ok=False, reason=Reason.OTHER_PERSON)
-    return v
+    others = [s for s in speakers if isinstance(s, str) and s.strip() and s.casefold() != (about or '').casefold()]
+    return grounded(fact['key'], grounding_value(fact['value'], about), utterance, lang, examples=example_texts(lang), asked=asked,
+                    others=others)
 
 def shape_fact(fact: dict, lang: str, at: float, utterance: str = '', asked: str | None = None) -> tuple[dict, dict]:
     "(fact as written `{key, value, importance}`, its metadata) for a grounded fact said at `at` in `utterance`, answering `asked` (see above)."

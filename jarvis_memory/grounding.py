@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import Iterable
 
 from .scope import MemoryInputError
 from .language import (LANGUAGES, KO_LIGHT_STEMS, clean_text, contains_term, content_terms, get_kiwi, is_contentless,
@@ -533,8 +534,9 @@ def _names_someone(text: str) -> bool:
     "Does `text` name a relative or an animal (the *who* of a request: '딸 하은이 생일 선물', 'my wife Anna')?"
     return any((t := _word_topic(w)) is not None and t.en in _ENTITIES for w in content_terms(text))
 
-def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, examples=(), asked: str | None = None) -> Grounding:
-    "Is the fact `key: value` supported by the user's own `utterance` (answering `asked`, if given)? A `Grounding` with `ok` and a `Reason` code."
+def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, examples=(), asked: str | None = None,
+             others: Iterable[str] = ()) -> Grounding:
+    "Is the fact `key: value` supported by the user's own `utterance` (answering `asked`, if given)? A `Grounding` with `ok` and a `Reason` code. `others`: the names of other people who speak in the memory (a name fact naming one is theirs)."
     key, value, utterance = _str(key, 'key'), _str(value, 'value'), _str(utterance, 'utterance')
     asked = '' if asked is None else _str(asked, 'asked')
     if isinstance(examples, str): examples = (examples,)
@@ -583,6 +585,9 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
             and _elliptical(utterance) and not _has_predicate(value) \
             and value_topic(complete_value(value, utterance, key, lang), lang) is None:
         return verdict(Reason.INVENTED_KEY)
+    # Someone else who speaks here, named: "Hey Gina, I'm back!" carries the self cue above, and Gina is not the speaker.
+    if _topic_of(key).en == 'name' and bare.casefold() in {o.casefold() for o in others if isinstance(o, str)}:
+        return verdict(Reason.OTHER_PERSON)
     return verdict(Reason.GROUNDED, True)
 
 # %% ../nbs/15_grounding.ipynb #9df4b534
