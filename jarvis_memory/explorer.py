@@ -246,11 +246,12 @@ def replay(case: Probe | Observation, settings: Settings) -> Ranking:
     rest = sorted((x for i, x in scores.items() if i not in in_result and i not in excluded), key=order)
     gone = sorted((x for i, x in scores.items() if i in excluded), key=order)
     rec_lines = [ln for ln in res.all_lines() if ln.block == 'recall']
-    if budget is not None: shown = [ln for ln in fit_lines(res.all_lines(), budget) if ln.block == 'recall']   # as observe cut it
+    if budget is not None: shown = [ln for ln in res.fitted(budget) if ln.block == 'recall']   # as observe cut it
     else: shown = fit_lines(rec_lines, s.budget_chars) if rec_lines else []         # what a budgeted recall would keep
-    cut = next((i for i, sh in enumerate(shown) if sh.cut), len(shown) if len(shown) < len(rec_lines) else None)
+    told = res.told if budget is not None else {}    # facts their source turn, shown whole, states: left out, not cut
+    cut = next((i for i, sh in enumerate(shown) if sh.cut), len(shown) if len(shown) < len(rec_lines) - len(told) else None)
     block = {x.id: x for x in recall}
-    whole, cut_ids, repeated = {ln.item.id for ln in shown if not ln.cut}, {ln.item.id for ln in shown if ln.cut}, set(res.repeated)
+    whole, cut_ids, repeated = {ln.item.id for ln in shown if not ln.cut}, {ln.item.id for ln in shown if ln.cut}, {*res.repeated, *told}
     rows = []
     for n, x in enumerate([*(scores.get(b.id) or score(b.candidate, obs.now, s) for b in recall), *rest, *gone], 1):
         r = x.row()

@@ -23,8 +23,9 @@ __all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 
            'MODEL_TIE', 'REPAIRS', 'STATE_TOPICS', 'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term',
            'Topic', 'canonical_key', 'key_definitions', 'is_negative', 'negates', 'fact_kind', 'key_terms', 'Clause',
            'clauses', 'stated', 'has_time', 'complete_value', 'value_topic', 'Reason', 'Grounding', 'grounded',
-           'fact_importance', 'evidenced_key', 'qualified_value', 'Repaired', 'restated', 'repair', 'subject_terms',
-           'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore', 'score_extraction']
+           'states', 'fact_importance', 'evidenced_key', 'qualified_value', 'Repaired', 'restated', 'repair',
+           'subject_terms', 'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore',
+           'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
 class GroundingError(MemoryInputError):
@@ -589,6 +590,13 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     if _topic_of(key).en == 'name' and bare.casefold() in {o.casefold() for o in others if isinstance(o, str)}:
         return verdict(Reason.OTHER_PERSON)
     return verdict(Reason.GROUNDED, True)
+
+# %% ../nbs/15_grounding.ipynb #0510ec0e
+def states(key: str, value: str, text: str) -> bool:
+    "True when `text` holds every content unit of the fact `key: value` (and at least one): the line says the fact."
+    key, value, text = _str(key, 'key'), _str(value, 'value'), _str(text, 'text')
+    matched, missing = _support(value, text, content_terms(text), key)
+    return bool(matched) and not missing
 
 # %% ../nbs/15_grounding.ipynb #9df4b534
 SINGLE_VALUED = frozenset({'name', 'residence', 'job'})      # one at a time: a newer one always replaces the older

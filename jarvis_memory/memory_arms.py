@@ -371,7 +371,7 @@ class Recall:
     "One question's recall in one arm: what the reader sees, and (for the tax analysis) where each gold line ranked."
     shown: list
     candidates: int = 0
-    ranked_lines: int = 0                                # lines of the whole ranking before the budget: core facts, then the ranked items but those whose lines all show above (`Recall.repeated`, as far as rendered)
+    ranked_lines: int = 0                                # lines of the whole ranking before the budget: core facts, then the ranked items but those whose lines all show above (`Recall.repeated`, as far as rendered) and the facts their shown source turn states (`Recall.told`)
     gold_rank: dict = field(default_factory=dict)        # gold line id -> (rank, characters before it, 'verbatim'|'fact') of its first hit
     legs: dict = field(default_factory=dict)             # gold line id -> {leg: best rank in that leg} over the candidates holding it (issue 13)
     contentless: int = 0                                 # shown speaker lines that say nothing on their own (issue 12, `shown_rows`)
@@ -456,10 +456,10 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
                 reads[fam] = collect(store, fam_scopes[fam], query, s, terms=terms, query_embedding=qvecs[fam][i], sources='turns+src' in arms and fam == 'turns',
                                      now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
-            ranked = (shown_item(mem, ln) for ln in res.iter_lines())   # made as `_gold_rank` reads: most questions stop early
+            ranked = (shown_item(mem, ln) for ln in res.iter_lines() if ln.item.id not in res.told)   # made as `_gold_rank` reads: most stop early
             rows = [shown_rows(ln.item) for ln in res.lines]
             out[a][q.id] = Recall([shown_item(mem, ln) for ln in res.lines], len(res.candidates) + len(res.sources),
-                                  len(res.core) + len(res.ranked) - len(res.repeated), _gold_rank(ranked, gold), _gold_legs(mem, res, gold),
+                                  len(res.core) + len(res.ranked) - len(res.repeated) - len(res.told), _gold_rank(ranked, gold), _gold_legs(mem, res, gold),
                                   sum(e for _, e in rows), sum(n for n, _ in rows))
         if on_question is not None: on_question(q)
     return out

@@ -21,13 +21,15 @@ from .render import neutralise_headers
 from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests, PARTICLES
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
-from .rerank import joint_rank, source_links, _candidates
+from .rerank import joint_rank, source_links, _candidates, fact_source
+from .grounding import states
+from .core import fact_topic
 
 # %% auto #0
 __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS', 'session_header', 'learned_on',
            'block_language', 'asked', 'turn_shown', 'said', 'says', 'block_line', 'episode_line', 'item_line',
            'session_key', 'without_speakers', 'vector_text', 'query_vector', 'initiative_scores', 'gather',
-           'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'untold', 'Recall',
+           'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'untold', 'told_by', 'Recall',
            'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
@@ -377,6 +379,13 @@ def untold(lines, told: list) -> list[tuple[str, str]]:
         told.append(key); out.append((w, t))
     return out
 
+def told_by(fact: MemoryItem, turn: MemoryItem) -> bool:
+    "Does `turn`, the source of the extracted `fact`, state it? Its text holds every content unit of the fact's value"
+    "(`grounding.states`: the topic's taxonomy words need not be said); a fact with no `topic:` is its whole text."
+    key, sep, value = fact.content.partition(':')
+    if not sep or fact_topic(fact.content) is None: key, value = '', fact.content
+    return states(key.strip(), value.strip(), turn.content)
+
 @dataclass
 class Recall:
     "What one recall found, excluded, ranked and showed (S-3.3, S-5, S-6, S-8, S-12.3)."
@@ -390,6 +399,7 @@ class Recall:
     ranked: list = field(default_factory=list)           # Scores after exclusions, best first, at most k
     core: list = field(default_factory=list)             # the core facts block (S-6.3), MemoryItems
     lines: list = field(default_factory=list)            # BlockLines shown, in block order (`block_order`), within the budget
+    told: dict = field(default_factory=dict)             # fact id -> its source turn's id: recall facts left out, that turn shown whole states them (`fitted`)
 
     @property
     def recall(self) -> list[Score]:
@@ -417,6 +427,17 @@ class Recall:
     def language(self) -> str:
         "The language of the blocks' dates and role names, by the script of every memory they may show (`block_language`)."
         return self._cache()[1]
+    def fitted(self, budget: int | None) -> list[BlockLine]:
+        "The lines within `budget` in rank order (`fit_lines`), without the recall facts that their own source turn, shown"
+        "whole, states (`told_by`): the budget such a fact took goes to the lines after it. Sets `told`."
+        self.told = {}
+        while True:                                      # leaving a fact out only frees budget: a turn shown whole stays whole
+            lines = fit_lines((ln for ln in self.iter_lines() if ln.item.id not in self.told), budget)
+            whole = {ln.item.id: ln.item for ln in lines if ln.block == 'recall' and not ln.cut and session_key(ln.item) is not None}
+            new = {ln.item.id: fe for ln in lines
+                   if ln.block == 'recall' and (fe := fact_source(ln.item)) in whole and told_by(ln.item, whole[fe])}
+            if not new: return lines
+            self.told.update(new)
     def all_lines(self) -> list[BlockLine]:
         "Core facts then every ranked item, uncut and in rank order: the block with no budget. A session's first line (by rank) carries its header."
         return list(self.iter_lines())
@@ -542,7 +563,7 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
     ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids | {i for i, w in excluded.items() if w == Exclusion.CONTENTLESS},
                     group=turn_of)
     res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core)
-    res.lines = block_order(fit_lines(res.iter_lines(), budget))    # chosen in rank order, printed by session in time order
+    res.lines = block_order(res.fitted(budget))    # chosen in rank order, printed by session in time order
     return res
 
 # %% ../nbs/19_recall.ipynb #8f11fb89
