@@ -591,7 +591,7 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
         return verdict(Reason.OTHER_PERSON)
     return verdict(Reason.GROUNDED, True)
 
-# %% ../nbs/15_grounding.ipynb #0510ec0e
+# %% ../nbs/15_grounding.ipynb #15ca5908
 def states(key: str, value: str, text: str) -> bool:
     "True when `text` holds every content unit of the fact `key: value` (and at least one): the line says the fact."
     key, value, text = _str(key, 'key'), _str(value, 'value'), _str(text, 'text')
