@@ -404,7 +404,7 @@ EN_FUNCTION = frozenset("""don doesn didn isn wasn aren weren haven hasn hadn co
 EN_COURTESY = frozenset("""ok okay k kk yes yeah yep yup ya no nope nah hi hello hey bye goodbye cya thanks thank thx ty
  please pls plz sorry welcome oh ah uh um umm hmm hm mhm huh wow lol haha hahaha oops aw yay cheers dear""".split())
 EN_ACK = frozenset("""good great fine nice cool right sure perfect awesome alright true exactly indeed agreed understood
- sounds see know think mean guess glad""".split())
+ sounds see know think mean guess glad totally absolutely definitely certainly""".split())
 EN_REQUEST = frozenset('tell show recommend suggest explain remind help let give find check look'.split())
 _EN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)*|\d+(?:[.:,/-]\d+)*")
 _EN_CLAUSE = re.compile(r'[.!?;:\n]+')
@@ -470,12 +470,12 @@ def _kiwi_units(text: str):
     toks = get_kiwi().tokenize(text)
     drop = _request_verbs(toks)
     units, run = [], []                                   # run: indices of adjacent noun-like tokens inside one word
-    def flush():
+    def flush(kind='noun'):                              # 'voc': the noun is called by name (민준아, 자비스야)
         if not run: return
         s, e = toks[run[0]].start, toks[run[-1]].start + toks[run[-1]].len
         if any(_tag(toks[k]) != 'IC' and k not in drop for k in run):
             alone = _alone_predicate(text[s:e]) if any(_tag(toks[k]) == 'NNP' for k in run) else None
-            units.extend((s, u) for u in alone) if alone is not None else units.append((s, (text[s:e], 'noun')))
+            units.extend((s, u) for u in alone) if alone is not None else units.append((s, (text[s:e], kind)))
         run.clear()
     for i, t in enumerate(toks):
         tag = _tag(t)
@@ -485,7 +485,7 @@ def _kiwi_units(text: str):
                and t.start + t.len == toks[i + 1].start):
             if run and not glued: flush()
             run.append(i); continue
-        flush()
+        flush('voc' if tag == 'JKV' else 'noun')
         if tag.startswith(('VV', 'VA')) and i not in drop: units.append((t.start, (t.form, 'pred')))
     flush()
     return units
@@ -496,7 +496,7 @@ def _ko_keep(term: str, kind: str, *, ack: bool) -> str | None:
         kept = _en_terms(term, ack=ack)
         return ' '.join(kept) or None
     if term in KO_COURTESY or term in KO_STOPWORDS or (kind == 'pred' and term in KO_LIGHT_STEMS): return None
-    if ack and term in KO_ACK: return None
+    if ack and (term in KO_ACK or kind == 'voc'): return None      # "민준아 고마워" thanks, and says no more
     return term
 
 _PARTICLE_SET = frozenset(PARTICLES)
@@ -505,11 +505,38 @@ _PARTICLE_SET = frozenset(PARTICLES)
 # morning" or "아침마다" is not one, and content_terms (what a line is about) keeps the word either way.
 _GREETING = re.compile(r'(?:^|(?<=[.!?,;\n]))\s*(?:(?:good\s+)?(?:morning|afternoon|evening|night)|좋은\s*(?:아침|오후|저녁|밤|하루)'
                        r'(?:이에요|예요|입니다|이요|요)?|굿\s*모닝)\s*(?=[.!?,;\n~]|$)', re.I)
+# A closing is a clause of its own too, once an interjection in front of it is gone ("Take care!", "See you soon.",
+# "Later, take care!", "네, 들어가세요", "다음에 또 봬요"): it ends a talk and says no more than "bye". A clause that also
+# says when or what ("See you tomorrow at 5", "내일 전화 드릴게요") is a plan, not a closing, and keeps its words.
+_CLAUSES = re.compile(r'([.!?,;\n~]+)')
+_LEAD = re.compile(r'^(?:(?:ok(?:ay)?|yeah|yes|yep|sure|well|oh|alright|and|so|then|네+|예|응|그래요?|알겠(?:어요|습니다)|그럼|'
+                   r'그러면|자)\s+)+', re.I)
+_CLOSING = re.compile(r"""(?:take\s+care(?:\s+of\s+yourself)?|take\s+it\s+easy|later|you\s+too|same\s+to\s+you|have\s+fun
+  |(?:see|catch|talk\s+to|speak\s+to)\s+(?:you|ya)(?:\s+(?:then|soon|later|around|again|next\s+time|all))?
+  |talk\s+(?:soon|later)|speak\s+soon|(?:good\s*)?bye(?:[\s-]+bye)?(?:\s+(?:for\s+)?now)?|good\s+night|night\s+night|cya|see\s+ya
+  |(?:until|till)\s+next\s+time|enjoy(?:\s+(?:yourself|it|your\s+(?:day|night|evening|weekend)))?
+  |have\s+a\s+(?:(?:great|good|nice|lovely|wonderful|fun|safe)\s+)?(?:day|night|evening|weekend|one|time|trip)
+  |잘\s*(?:가|있어|있으|자|지내|들어가)\S*|안녕히\s*\S+|(?:조심히\s*)?들어가(?:세요|셔요|십시오|요)|(?:푹\s*)?쉬(?:세요|십시오)
+  |건강하(?:세요|십시오)|(?:좋은|즐거운|행복한|편안한)\s*(?:하루|밤|저녁|주말|시간|여행)\s*(?:보내|되)(?:세요|십시오|요)
+  |(?:다음에|나중에|또|이따가?)\s*(?:또\s*)?(?:봐|봐요|봬요|뵈요|뵐게요|뵙겠습니다|만나요|만나)
+  |(?:다음에|나중에|또)\s*(?:또\s*)?연락\s*(?:할게요|드릴게요|드리겠습니다|주세요|해요|하자)
+  |(?:전화\s*)?끊(?:을게요|을게|겠습니다|어요|습니다))""", re.I | re.X)
+
+# A name called after thanks or a greeting is a vocative ("Thanks, Nate!", "Bye Mom.", "Hey Jarvis!"): it names who is
+# spoken to, not what is said; Korean marks it with a particle (민준아, 자비스야: Kiwi's JKV, see `_kiwi_units`).
+_VOCATIVE = re.compile(r"((?i:thanks|thank\s+you|thx|bye|goodbye|hey|hi|hello|congrats|congratulations|sorry|cheers|"
+                       r"morning|night|love\s+you|miss\s+you)\s*,?\s+)[A-Z][a-z]+(?=\s*(?:[.!?,;~]|$))")
+
+def _without_closings(text: str) -> str:
+    "`text` with every clause that is only a closing (see above) blanked, and a vocative name after thanks or a greeting."
+    parts = _CLAUSES.split(_VOCATIVE.sub(r'\1', text))
+    return ''.join(' ' if i % 2 == 0 and _CLOSING.fullmatch(_LEAD.sub('', p.strip()).strip()) else p
+                   for i, p in enumerate(parts))
 
 @functools.lru_cache(maxsize=4096)        # recall asks again about the same memories on every turn: read each once
 def _content(text: str, ack: bool) -> tuple[str, ...]:
     text = clean_text(text[:_CONTENT_CHARS])
-    if ack: text = _GREETING.sub(' ', text)                   # a greeting alone answers nothing either
+    if ack: text = _without_closings(_GREETING.sub(' ', text))     # a greeting or a closing alone answers nothing either
     if _HANGUL_RE.search(text):                                # Kiwi reads Hangul (and Latin inside it)
         terms = [_ko_keep(t, k, ack=ack) for t, k in _ko_units(text)]
         # a misread guard: a longer particle (이랑, 에서는) tagged as a noun in odd input is never content

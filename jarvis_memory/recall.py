@@ -126,6 +126,10 @@ def item_line(item: MemoryItem, lang: str | None = None) -> str:
     if item.kind == 'semantic': return block_line(item, lang)
     return neutralise_headers(f"- ({say_date(item.created_at, lang)}) " + _indent(says(item, lang)))
 
+def _fact_said(item: MemoryItem, lang: str) -> str:
+    "What a fact says (whom it is about included), without case and spacing: two facts with the same words say the same, whenever learned."
+    return ' '.join(says(item, lang).casefold().split())
+
 def session_key(item: MemoryItem) -> tuple | None:
     "The group an episode is shown in — its session and (UTC) day; None for a fact."
     return None if item.kind == 'semantic' else (item.session_id or '', _day(item.created_at))
@@ -412,7 +416,8 @@ class Recall:
         return [ln.item for ln in self.lines]
     @property
     def repeated(self) -> list[str]:
-        "Ids of ranked items rendered so far that take no line: each of their lines is shown above (`iter_lines`)."
+        "Ids of ranked items rendered so far that take no line: each of their lines is shown above, or, for a fact, a fact"
+        "that says the same (`iter_lines`)."
         return list(self._cache()[4]['repeated'])
     _made: tuple | None = field(default=None, init=False, repr=False, compare=False)   # (what it was made of, language, lines so far, ...)
 
@@ -421,7 +426,7 @@ class Recall:
         of = (id(self.core), len(self.core), id(self.ranked), len(self.ranked))
         if self._made is None or self._made[0] != of:
             self._made = (of, block_language([*self.core, *(s.item for s in self.ranked)]), [], set(),
-                          {'next': 0, 'told': {}, 'repeated': []})
+                          {'next': 0, 'told': {}, 'repeated': [], 'facts': set()})
         return self._made
     @property
     def language(self) -> str:
@@ -448,11 +453,16 @@ class Recall:
         n_core = len(self.core)
         while st['next'] < n_core + len(self.ranked):
             j = st['next']; st['next'] += 1
-            if j < n_core: ln = BlockLine(self.core[j], block_line(self.core[j], lang), 'core')
+            if j < n_core:
+                ln = BlockLine(self.core[j], block_line(self.core[j], lang), 'core')
+                st['facts'].add(_fact_said(self.core[j], lang))
             else:
                 s = self.ranked[j - n_core]
                 key, head = session_key(s.item), ''
-                if key is None: text = block_line(s.item, lang)
+                if key is None:                             # a fact: once, however many days it was learned on
+                    if (said_as := _fact_said(s.item, lang)) in st['facts']: st['repeated'].append(s.id); continue
+                    st['facts'].add(said_as)
+                    text = block_line(s.item, lang)
                 else:                                       # an episode: only its lines not shown above in its session
                     lines = untold(said(s.item, lang), st['told'].setdefault(key, []))
                     if not lines: st['repeated'].append(s.id); continue
