@@ -516,7 +516,7 @@ _CLOSING = re.compile(r"""(?:take\s+care(?:\s+of\s+yourself)?|take\s+it\s+easy|l
   |talk\s+(?:soon|later)|speak\s+soon|(?:good\s*)?bye(?:[\s-]+bye)?(?:\s+(?:for\s+)?now)?|good\s+night|night\s+night|cya|see\s+ya
   |(?:until|till)\s+next\s+time|enjoy(?:\s+(?:yourself|it|your\s+(?:day|night|evening|weekend)))?
   |have\s+a\s+(?:(?:great|good|nice|lovely|wonderful|fun|safe)\s+)?(?:day|night|evening|weekend|one|time|trip)
-  |잘\s*(?:가|있어|있으|자|지내|들어가)\S*|안녕히\s*\S+|(?:조심히\s*)?들어가(?:세요|셔요|십시오|요)|(?:푹\s*)?쉬(?:세요|십시오)
+  |잘\s*(?:가|들어가)(?:요|세요|셔요|십시오)?|잘\s*(?:지내|있으|자|주무시)(?:세요|십시오)|안녕히\s*\S+|(?:조심히\s*)?들어가(?:세요|셔요|십시오|요)|(?:푹\s*)?쉬(?:세요|십시오)
   |건강하(?:세요|십시오)|(?:좋은|즐거운|행복한|편안한)\s*(?:하루|밤|저녁|주말|시간|여행)\s*(?:보내|되)(?:세요|십시오|요)
   |(?:다음에|나중에|또|이따가?)\s*(?:또\s*)?(?:봐|봐요|봬요|뵈요|뵐게요|뵙겠습니다|만나요|만나)
   |(?:다음에|나중에|또)\s*(?:또\s*)?연락\s*(?:할게요|드릴게요|드리겠습니다|주세요|해요|하자)
