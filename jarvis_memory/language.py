@@ -418,14 +418,25 @@ def _en_base(word: str) -> str:
     base, clitic = w.split("'", 1)
     return base[:-1] if clitic == 't' and base.endswith('n') and base not in ('ain',) else base
 
+# A name called after thanks or a greeting ("Thanks, Nate!", "Bye Mom.", "Hey Jarvis!", "Thank you, Anna") names who
+# is spoken to, not what is said: it is not counted when acknowledgements are not (Korean marks it with a particle,
+# 민준아 / 자비스야: Kiwi's JKV, see `_kiwi_units`).
+_EN_CALLERS = frozenset('thanks thank thx bye goodbye hey hi hello congrats congratulations sorry cheers morning night'.split())
+
+def _called(clause: str, m, p, pp) -> bool:
+    "Is word `m` of `clause` (after words `p`, `pp`) a name called: capitalised, after a caller, and ending its clause or before a comma?"
+    return m.group()[0].isupper() and (p in _EN_CALLERS or (p == 'you' and pp in ('thank', 'love', 'miss'))) \
+        and clause[m.end():].lstrip()[:1] in ('', ',', '~')
+
 def _en_terms(text: str, *, ack: bool) -> list[str]:
     out = []
     for clause in _EN_CLAUSE.split(text):
-        prev = None
+        prev = pprev = None
         for m in _EN_WORD.finditer(clause):
             w = _en_base(m.group())
-            first, p = prev is None, prev
-            prev = w
+            first, p, pp = prev is None, prev, pprev
+            pprev, prev = prev, w
+            if ack and _called(clause, m, p, pp): continue
             if not w or w in EN_FUNCTION or w in EN_COURTESY or (len(w) == 1 and not w.isdigit()): continue
             if w in EN_REQUEST and (first or p in _EN_REQUEST_BEFORE): continue
             if ack and w in EN_ACK: continue
@@ -522,15 +533,12 @@ _CLOSING = re.compile(r"""(?:take\s+care(?:\s+of\s+yourself)?|take\s+it\s+easy|l
   |(?:다음에|나중에|또)\s*(?:또\s*)?연락\s*(?:할게요|드릴게요|드리겠습니다|주세요|해요|하자)
   |(?:전화\s*)?끊(?:을게요|을게|겠습니다|어요|습니다))""", re.I | re.X)
 
-# A name called after thanks or a greeting is a vocative ("Thanks, Nate!", "Bye Mom.", "Hey Jarvis!"): it names who is
-# spoken to, not what is said; Korean marks it with a particle (민준아, 자비스야: Kiwi's JKV, see `_kiwi_units`).
-_VOCATIVE = re.compile(r"((?i:thanks|thank\s+you|thx|bye|goodbye|hey|hi|hello|congrats|congratulations|sorry|cheers|"
-                       r"morning|night|love\s+you|miss\s+you)\s*,?\s+)[A-Z][a-z]+(?=\s*(?:[.!?,;~]|$))")
+_CLOSING_CHARS = 40                          # the longest closing clause, lead words included, is shorter than this
 
 def _without_closings(text: str) -> str:
-    "`text` with every clause that is only a closing (see above) blanked, and a vocative name after thanks or a greeting."
-    parts = _CLAUSES.split(_VOCATIVE.sub(r'\1', text))
-    return ''.join(' ' if i % 2 == 0 and _CLOSING.fullmatch(_LEAD.sub('', p.strip()).strip()) else p
+    "`text` with every clause that is only a closing (see above) blanked."
+    parts = _CLAUSES.split(text)
+    return ''.join(' ' if i % 2 == 0 and len(p) <= _CLOSING_CHARS and _CLOSING.fullmatch(_LEAD.sub('', p.strip()).strip()) else p
                    for i, p in enumerate(parts))
 
 @functools.lru_cache(maxsize=4096)        # recall asks again about the same memories on every turn: read each once
