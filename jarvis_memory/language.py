@@ -13,7 +13,7 @@ from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
 
 # %% auto #0
 __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'KO_LIGHT_STEMS', 'KO_COURTESY', 'KO_ACK',
-           'EN_FUNCTION', 'EN_COURTESY', 'EN_ACK', 'EN_REQUEST', 'TextError', 'clean_text', 'strip_punct',
+           'EN_FUNCTION', 'EN_COURTESY', 'EN_ACK', 'EN_REQUEST', 'TextError', 'clean_text', 'folded', 'strip_punct',
            'strip_particles_list', 'kiwi_available', 'get_kiwi', 'KiwiStripper', 'query_terms', 'contains_term',
            'term_sharer', 'term_share', 'used_in_answer', 'points_back', 'is_deictic', 'pattern_hint_wanted',
            'conversation_language', 'text_language', 'language_instruction', 'content_terms', 'content_count',
@@ -34,6 +34,10 @@ def clean_text(text: str) -> str:
     "`text` with control, zero-width and unpaired-surrogate characters turned into spaces, NFC-normalised."
     text = _BAD_CHARS.sub(' ', _check_str(text, 'text'))
     return text if unicodedata.is_normalized('NFC', text) else unicodedata.normalize('NFC', text)
+
+def folded(text: str) -> str:
+    "`text` as compared for sameness: `clean_text`, case-folded, whitespace collapsed (a task pattern's keywords, a fact shown once)."
+    return ' '.join(clean_text(text).casefold().split())
 
 # %% ../nbs/12_particles.ipynb #e34fac32
 _KEEP_EDGE = set('+#%$€£¥₩°')

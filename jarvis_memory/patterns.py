@@ -12,7 +12,7 @@ from fastcore.basics import patch
 
 from .scope import ItemError, MemoryScope, MemoryItem, natural_id, owned_id, ScopeError
 from .store import Filter
-from .language import clean_text, text_language
+from .language import clean_text, folded, text_language
 from .core import MemoryCore, register_id_move
 from .render import neutralise_headers
 
@@ -166,13 +166,10 @@ def handle_tool_call(self: Patterns, scope: MemoryScope, tool_call: dict) -> str
 PATTERN_HEADER = '[작업 패턴]'
 _PATTERN_SOURCES = ('task_pattern', 'procedure')
 
-def _fold(text: str) -> str:
-    return ' '.join(clean_text(text).casefold().split())     # clean_text also NFC-normalises
-
 def keyword_hits(keywords, text: str) -> int:
     "How many distinct `keywords` occur in `text` as substrings, ignoring case and spacing (S-9.3)."
-    t = _fold(text)
-    return sum(1 for k in {_fold(k) for k in keywords if isinstance(k, str)} if k and k in t)
+    t = folded(text)
+    return sum(1 for k in {folded(k) for k in keywords if isinstance(k, str)} if k and k in t)
 
 def _keywords(it: MemoryItem) -> list[str]:
     kws = it.metadata.get('keywords')

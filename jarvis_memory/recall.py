@@ -18,7 +18,7 @@ from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date, asks_when
 from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
 from .episodes import turn_text, turn_id
 from .render import neutralise_headers
-from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests, PARTICLES
+from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests, folded, PARTICLES
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
                                    _check_now, _check_settings, _id_set)
 from .rerank import joint_rank, source_links, _candidates, fact_source
@@ -128,7 +128,7 @@ def item_line(item: MemoryItem, lang: str | None = None) -> str:
 
 def _fact_said(item: MemoryItem, lang: str) -> str:
     "What a fact says (whom it is about included), without case and spacing: two facts with the same words say the same, whenever learned."
-    return ' '.join(says(item, lang).casefold().split())
+    return folded(says(item, lang))
 
 def session_key(item: MemoryItem) -> tuple | None:
     "The group an episode is shown in — its session and (UTC) day; None for a fact."
