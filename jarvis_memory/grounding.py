@@ -22,9 +22,9 @@ __all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 
            'SUPPORT_SHARE', 'STRICT_TOPICS', 'COPY_MIN_TERMS', 'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP',
            'MODEL_TIE', 'REPAIRS', 'STATE_TOPICS', 'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term',
            'Topic', 'canonical_key', 'key_definitions', 'is_negative', 'negates', 'fact_kind', 'key_terms', 'Clause',
-           'clauses', 'stated', 'has_time', 'complete_value', 'value_topic', 'Reason', 'Grounding', 'grounded',
-           'states', 'fact_importance', 'evidenced_key', 'qualified_value', 'Repaired', 'restated', 'repair',
-           'subject_terms', 'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore',
+           'clauses', 'stated', 'without_questions', 'has_time', 'complete_value', 'value_topic', 'Reason', 'Grounding',
+           'grounded', 'states', 'fact_importance', 'evidenced_key', 'qualified_value', 'Repaired', 'restated',
+           'repair', 'subject_terms', 'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore',
            'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
@@ -382,6 +382,17 @@ def stated(utterance: str, lang: str | None = None) -> str:
     "The statements of `utterance` only, joined: what the user says about things, not what they ask."
     return ' '.join(c.text for c in clauses(utterance, lang) if c.mood == 'statement')
 
+def without_questions(value: str, lang: str | None = None) -> str:
+    "`value` without what it asks: a sentence that asks keeps only its stated clauses (`clauses`); `value` as written when nothing asks."
+    value, parts, asks = _str(value, 'value'), [], False
+    for s in _sentences(clean_text(value)):
+        cl = _ko_clauses(s) if _HANGUL.search(s) else _en_clauses(s)
+        if s.rstrip().endswith(('?', '？')) or any(c.mood == 'question' for c in cl):
+            asks = True
+            if kept := [c.text for c in cl if c.mood == 'statement']: parts.append(', '.join(kept))
+        else: parts.append(s.strip())
+    return ' '.join(parts) if asks else value
+
 _KO_DATE = re.compile(r'\d+\s*(?:시|월|일)(?![가-힣])|\d+\s*시\s*\d*\s*분?|[월화수목금토일]요일|주말|(?:오전|오후|저녁|아침|밤)\s*\d|'
                       r'(?<![가-힣])(?:내년|작년|올해|다음\s*해|봄|여름|가을|겨울)(?![가-힣])')
 _EN_DATE = re.compile(rf'\b(?:{_DAYS}|weekend|january|february|march|april|may|june|july|august|september|october|november|'
@@ -544,6 +555,10 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     examples = [_str(e, 'example') for e in examples]
     lang = _lang(lang, key, value)
     if is_contentless(utterance): return Grounding(False, Reason.CONTENTLESS_SOURCE)
+    v_said = without_questions(value, lang)                # what a value asks is no fact; what it states may be one
+    if v_said != value:
+        if is_contentless(v_said): return Grounding(False, Reason.REQUEST)
+        value = v_said
     bare = re.sub(r'[^\w\s]', '', value).strip()
     if is_contentless(value) and not is_negative(value) and not (len(bare) >= (2 if _HANGUL.search(bare) else 4)
                                                                    and contains_term(bare, utterance)):
@@ -674,7 +689,7 @@ class Repaired:
     kind: str
     repairs: tuple = ()
 
-REPAIRS = ('key_was_statement', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
+REPAIRS = ('key_was_statement', 'question_dropped', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
 
 def restated(key: str, value: str, lang: str | None = None) -> tuple[str, str] | None:
     "(key, value) of a fact the model wrote the wrong way round — the user's statement as its key, a bare reply as its value"
@@ -693,8 +708,10 @@ def repair(key: str, value: str, utterance: str = '', lang: str | None = None, *
     asked = '' if asked is None else _str(asked, 'asked')
     lang = _lang(lang, key, value)
     fixes = []
-    v = complete_value(value, utterance, key, lang)
-    if v != value: fixes.append('subject_added')
+    stated_v = without_questions(value, lang)             # what the value asks is no fact (`grounded`)
+    if stated_v != value: fixes.append('question_dropped')
+    v = complete_value(stated_v, utterance, key, lang)
+    if v != stated_v: fixes.append('subject_added')
     topic = evidenced_key(key, v, f'{utterance} {asked}', lang)
     if topic != canonical_key(key, lang): fixes.append('rekeyed')
     if topic in ('기타', 'other'):                     # the model's own free key, kept under other; a topic it lost: 'other'
