@@ -22,10 +22,10 @@ __all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 
            'SUPPORT_SHARE', 'STRICT_TOPICS', 'COPY_MIN_TERMS', 'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP',
            'MODEL_TIE', 'REPAIRS', 'STATE_TOPICS', 'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term',
            'Topic', 'canonical_key', 'key_definitions', 'is_negative', 'negates', 'fact_kind', 'key_terms', 'Clause',
-           'clauses', 'stated', 'without_questions', 'has_time', 'complete_value', 'value_topic', 'Reason', 'Grounding',
-           'grounded', 'states', 'fact_importance', 'evidenced_key', 'qualified_value', 'Repaired', 'restated',
-           'repair', 'subject_terms', 'supersedes', 'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore',
-           'score_extraction']
+           'clauses', 'stated', 'without_questions', 'to_listener', 'without_address', 'has_time', 'complete_value',
+           'value_topic', 'Reason', 'Grounding', 'grounded', 'states', 'fact_importance', 'evidenced_key',
+           'qualified_value', 'Repaired', 'restated', 'repair', 'subject_terms', 'supersedes', 'facts_data_path',
+           'load_facts', 'fact_matches', 'ExtractionScore', 'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
 class GroundingError(MemoryInputError):
@@ -382,16 +382,36 @@ def stated(utterance: str, lang: str | None = None) -> str:
     "The statements of `utterance` only, joined: what the user says about things, not what they ask."
     return ' '.join(c.text for c in clauses(utterance, lang) if c.mood == 'statement')
 
-def without_questions(value: str, lang: str | None = None) -> str:
-    "`value` without what it asks: a sentence that asks keeps only its stated clauses (`clauses`); `value` as written when nothing asks."
-    value, parts, asks = _str(value, 'value'), [], False
+def _kept_clauses(value: str, drop) -> str:
+    "`value` without the clauses `drop(clause, asks)` picks (`asks`: the clause's sentence asks something); as written when it picks none."
+    value, parts, dropped = _str(value, 'value'), [], False
     for s in _sentences(clean_text(value)):
         cl = _ko_clauses(s) if _HANGUL.search(s) else _en_clauses(s)
-        if s.rstrip().endswith(('?', '？')) or any(c.mood == 'question' for c in cl):
-            asks = True
-            if kept := [c.text for c in cl if c.mood == 'statement']: parts.append(', '.join(kept))
-        else: parts.append(s.strip())
-    return ' '.join(parts) if asks else value
+        asks = s.rstrip().endswith(('?', '？')) or any(c.mood == 'question' for c in cl)
+        kept = [c.text for c in cl if not drop(c, asks)]
+        if len(kept) < len(cl): dropped = True
+        if kept: parts.append(s.strip() if len(kept) == len(cl) else ', '.join(kept))
+    return ' '.join(parts) if dropped else value
+
+def without_questions(value: str, lang: str | None = None) -> str:
+    "`value` without what it asks: a sentence that asks keeps only its stated clauses (`clauses`); `value` as written when nothing asks."
+    return _kept_clauses(value, lambda c, asks: asks and c.mood != 'statement')
+
+_EN_YOU = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y'all)\b", re.I)
+_EN_ME = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b", re.I)
+_KO_YOU, _KO_ME = frozenset('너 니 네 당신 자네'.split()), frozenset('나 내 저 제 우리 저희'.split())
+
+def to_listener(text: str) -> bool:
+    "Does `text` speak of the one it is said to — a second-person word (you, your; 너, 당신) and no first-person one (I, my, we; 나, 저, 우리)?"
+    text = _str(text, 'text')
+    if _HANGUL.search(text):
+        nps = {t.form for t in get_kiwi().tokenize(text) if str(t.tag) == 'NP'}
+        return bool(nps & _KO_YOU) and not nps & _KO_ME
+    return bool(_EN_YOU.search(text)) and not _EN_ME.search(text)
+
+def without_address(value: str, lang: str | None = None) -> str:
+    "`value` without its clauses said of the listener (`to_listener`): 'Looks like your kids are having a great time!' is about them."
+    return _kept_clauses(value, lambda c, asks: to_listener(c.text))
 
 _KO_DATE = re.compile(r'\d+\s*(?:시|월|일)(?![가-힣])|\d+\s*시\s*\d*\s*분?|[월화수목금토일]요일|주말|(?:오전|오후|저녁|아침|밤)\s*\d|'
                       r'(?<![가-힣])(?:내년|작년|올해|다음\s*해|봄|여름|가을|겨울)(?![가-힣])')
@@ -475,6 +495,7 @@ class Reason(str, Enum):
     UNSUPPORTED = 'unsupported'                  # too few of the value's content terms are in the utterance
     REQUEST = 'request'                          # the value's words are only in what the user asked, not in what they stated
     INVENTED_KEY = 'invented_key'                # a key the user never said over a bare noun phrase ("연령: 열두 살이요")
+    ADDRESSED = 'addressed'                      # the value speaks of the listener ("Looks like your kids are having fun!"), not the user
 
 SUPPORT_SHARE = 0.5   # a value paraphrases: the model adds a verb (함, 있음, 다님) the user didn't say; half its terms must be the user's
 STRICT_TOPICS = frozenset({'allergy'})   # every *thing* an allergy's value names must be the user's: a wrong allergen is worse than none
@@ -555,10 +576,11 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     examples = [_str(e, 'example') for e in examples]
     lang = _lang(lang, key, value)
     if is_contentless(utterance): return Grounding(False, Reason.CONTENTLESS_SOURCE)
-    v_said = without_questions(value, lang)                # what a value asks is no fact; what it states may be one
-    if v_said != value:
-        if is_contentless(v_said): return Grounding(False, Reason.REQUEST)
-        value = v_said
+    for keep, why in ((without_questions, Reason.REQUEST), (without_address, Reason.ADDRESSED)):
+        v_own = keep(value, lang)                           # what a value asks, or says of the listener, is no fact of the user
+        if v_own != value:
+            if is_contentless(v_own): return Grounding(False, why)
+            value = v_own
     bare = re.sub(r'[^\w\s]', '', value).strip()
     if is_contentless(value) and not is_negative(value) and not (len(bare) >= (2 if _HANGUL.search(bare) else 4)
                                                                    and contains_term(bare, utterance)):
@@ -689,7 +711,7 @@ class Repaired:
     kind: str
     repairs: tuple = ()
 
-REPAIRS = ('key_was_statement', 'question_dropped', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
+REPAIRS = ('key_was_statement', 'question_dropped', 'address_dropped', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
 
 def restated(key: str, value: str, lang: str | None = None) -> tuple[str, str] | None:
     "(key, value) of a fact the model wrote the wrong way round — the user's statement as its key, a bare reply as its value"
@@ -708,8 +730,9 @@ def repair(key: str, value: str, utterance: str = '', lang: str | None = None, *
     asked = '' if asked is None else _str(asked, 'asked')
     lang = _lang(lang, key, value)
     fixes = []
-    stated_v = without_questions(value, lang)             # what the value asks is no fact (`grounded`)
+    stated_v = without_questions(value, lang)             # what the value asks, or says of the listener, is no fact (`grounded`)
     if stated_v != value: fixes.append('question_dropped')
+    if (own := without_address(stated_v, lang)) != stated_v: fixes.append('address_dropped'); stated_v = own
     v = complete_value(stated_v, utterance, key, lang)
     if v != stated_v: fixes.append('subject_added')
     topic = evidenced_key(key, v, f'{utterance} {asked}', lang)
