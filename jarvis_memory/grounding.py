@@ -576,10 +576,11 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     examples = [_str(e, 'example') for e in examples]
     lang = _lang(lang, key, value)
     if is_contentless(utterance): return Grounding(False, Reason.CONTENTLESS_SOURCE)
+    others = {o.casefold() for o in others if isinstance(o, str)}
     for keep, why in ((without_questions, Reason.REQUEST), (without_address, Reason.ADDRESSED)):
-        v_own = keep(value, lang)                           # what a value asks, or says of the listener, is no fact of the user
-        if v_own != value:
-            if is_contentless(v_own): return Grounding(False, why)
+        v_own = keep(value, lang)                           # what a value asks, or says of the listener, is no fact of the user,
+        if v_own != value:                                  # nor is the listener's name left from it ("You're so talented, Dave!")
+            if is_contentless(v_own) or set(content_terms(v_own)) <= others: return Grounding(False, why)
             value = v_own
     bare = re.sub(r'[^\w\s]', '', value).strip()
     if is_contentless(value) and not is_negative(value) and not (len(bare) >= (2 if _HANGUL.search(bare) else 4)
@@ -624,7 +625,7 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
             and value_topic(complete_value(value, utterance, key, lang), lang) is None:
         return verdict(Reason.INVENTED_KEY)
     # Someone else who speaks here, named: "Hey Gina, I'm back!" carries the self cue above, and Gina is not the speaker.
-    if _topic_of(key).en == 'name' and bare.casefold() in {o.casefold() for o in others if isinstance(o, str)}:
+    if _topic_of(key).en == 'name' and bare.casefold() in others:
         return verdict(Reason.OTHER_PERSON)
     return verdict(Reason.GROUNDED, True)
 
