@@ -249,7 +249,7 @@ _KO_NEG = {('없', 'VA'), ('않', 'VX'), ('아니', 'VCN'), ('안', 'MAG'), ('�
 _EN_NEG = re.compile(r"\b(?:no|not|never|none|nothing|nobody|neither|nor|without|no longer|n't|don't|doesn't|didn't|"
                      r"isn't|aren't|wasn't|can't|cannot|won't)\b|n't\b", re.I)
 _KO_NEG_TEXT = re.compile(r'없음|없어|없다|아님|아니|안\s*함|않음|못\s*함')
-_SENT = re.compile(r'(?<=[.!?。？！\n])\s*|(?<=[다요죠네])[.!?]?\s+(?=\S)')
+_SENT = re.compile(r'(?<=[.!?。？！\n])\s*|(?<=[다요죠네])\s+(?=\S)')    # a sentence keeps its mark: '어때요?' asks
 
 def _sentences(text: str) -> list[str]:
     return [s for s in _SENT.split(text) if s.strip()]

@@ -181,6 +181,29 @@ def test_what_the_user_asks_is_no_fact(statement, asked_for, data):
     assert g.reason.value in ('request', 'unsupported'), (key, value, utterance, g)
 
 
+ASKS = ['what do you think of strategy board games?', 'did you watch the Liverpool match?', 'Have you ever tried it?',
+        '거기 날씨 어때요?', '주말에 뭐 하세요?']
+TO_LISTENER = ['Looks like your kids are having a great time!', 'Your car project sounds amazing.', "You're so talented!",
+               '네가 만든 케이크 정말 맛있다.']
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(st.sampled_from(SENTENCES), st.lists(st.sampled_from(ASKS + TO_LISTENER), min_size=1, max_size=2), st.booleans(),
+       st.sampled_from(['취향', '기타', 'preference', 'other', 'health', '건강']))
+def test_a_value_keeps_what_the_speaker_states(statement, others, first, key):
+    # The model copies whole lines: "Wow, that's awesome! What do you love most about camping?". What a value asks and
+    # what it says of the listener are no facts of the speaker; what it states of them is kept, word for word.
+    from jarvis_memory.grounding import repair, without_address, without_questions
+    parts = [f'{statement}.', *others] if not first else [*others, f'{statement}.']
+    value = ' '.join(parts)
+    own = without_address(without_questions(value))
+    assert set(content_terms(statement)) <= set(content_terms(own)), (value, own)
+    assert '?' not in own and not any(w in own.lower().split() for w in ('you', 'your', "you're", '네가'))
+    assert repair(key, value, value).value.count('?') == 0
+    only_theirs = ' '.join(others)                                   # a value with nothing of the speaker's is no fact
+    assert not grounded(key, only_theirs, f'{statement}. {only_theirs}').ok
+
+
 ALLERGENS = ['sesame', 'peanuts', 'shellfish', 'penicillin', 'pollen', 'latex', '땅콩', '복숭아', '갑각류', '새우', '메밀']
 
 
