@@ -612,11 +612,16 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     if not matched or share < SUPPORT_SHARE: return verdict(Reason.UNSUPPORTED)
     if _topic_of(key).en in STRICT_TOPICS and _unsaid_things(value, missing): return verdict(Reason.UNSUPPORTED)
     # What the user asked about or asked for is not a fact about them; a request's *when* and *who* are (a plan, a relative).
+    # Nor is what they say of the listener ("너 캠핑 진짜 좋아하는구나" grounds no "취향: 캠핑 좋아함" of the user's).
     cl = clauses(utterance, lang)
-    if any(c.mood != 'statement' for c in cl) and not has_time(value, recurrence=False) and not _names_someone(f'{key} {value}'):
-        said = ' '.join(c.text for c in cl if c.mood == 'statement')
-        m2, x2 = _support(value, said, content_terms(said), key, asked)
-        if not m2 or len(m2) / (len(m2) + len(x2)) < SUPPORT_SHARE: return verdict(Reason.REQUEST)
+    plan = has_time(value, recurrence=False) or _names_someone(f'{key} {value}')
+    own = [c for c in cl if (c.mood == 'statement' or plan) and not to_listener(c.text)]
+    if len(own) < len(cl):
+        supported = lambda text: (lambda m, x: bool(m) and len(m) / (len(m) + len(x)) >= SUPPORT_SHARE)(
+            *_support(value, text, content_terms(text), key, asked))
+        if not supported(' '.join(c.text for c in own)):
+            stated = ' '.join(c.text for c in cl if c.mood == 'statement' or plan)
+            return verdict(Reason.ADDRESSED if stated and supported(stated) else Reason.REQUEST)
     # A free key is part of what is written. A short reply with no subject of its own is about what the question asked;
     # a key that is neither in the reply nor in the question, over a bare noun phrase naming no topic, is the model's guess
     # ("연령: 열두 살이요" answers '나비가 몇 살이에요?'; "나의 생일: 내년 봄에요" answers '언제 제대해요?').
