@@ -38,7 +38,7 @@ class Turn:
 
     @property
     def full_text(self) -> str:
-        "The text as a reader sees it: an image turn gets its caption appended as ' [image: ...]'."
+        "The text as a reader sees it: an image turn gets its caption appended as ' [image: ...]' (grounding reads it as no one's words: `grounding.IMAGE_NOTE`)."
         if not self.image_caption: return self.text
         return ' '.join(p for p in (self.text, f'[image: {self.image_caption}]') if p)
 

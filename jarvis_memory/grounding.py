@@ -19,13 +19,13 @@ from .language import (LANGUAGES, KO_LIGHT_STEMS, clean_text, contains_term, con
 
 # %% auto #0
 __all__ = ['EN_MIN_PREFIX', 'TAXONOMY', 'KEYS', 'FACT_KINDS', 'PASSING_STATES', 'ALLERGY_REACTIONS', 'MOODS', 'EN_IMPERATIVE',
-           'SUPPORT_SHARE', 'STRICT_TOPICS', 'COPY_MIN_TERMS', 'SINGLE_VALUED', 'TOPIC_IMPORTANCE', 'PASSING_STEP',
-           'MODEL_TIE', 'REPAIRS', 'STATE_TOPICS', 'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError', 'same_term',
-           'Topic', 'canonical_key', 'key_definitions', 'is_negative', 'negates', 'fact_kind', 'key_terms', 'Clause',
-           'clauses', 'stated', 'without_questions', 'to_listener', 'without_address', 'has_time', 'complete_value',
-           'value_topic', 'Reason', 'Grounding', 'grounded', 'states', 'fact_importance', 'evidenced_key',
-           'qualified_value', 'Repaired', 'restated', 'repair', 'subject_terms', 'supersedes', 'facts_data_path',
-           'load_facts', 'fact_matches', 'ExtractionScore', 'score_extraction']
+           'SUPPORT_SHARE', 'STRICT_TOPICS', 'COPY_MIN_TERMS', 'IMAGE_NOTE', 'SINGLE_VALUED', 'TOPIC_IMPORTANCE',
+           'PASSING_STEP', 'MODEL_TIE', 'REPAIRS', 'STATE_TOPICS', 'FACTS_FORMAT', 'MATCH_SHARE', 'GroundingError',
+           'same_term', 'Topic', 'canonical_key', 'key_definitions', 'is_negative', 'negates', 'fact_kind', 'key_terms',
+           'Clause', 'clauses', 'stated', 'without_questions', 'to_listener', 'without_address', 'has_time',
+           'complete_value', 'value_topic', 'Reason', 'Grounding', 'spoken', 'grounded', 'states', 'fact_importance',
+           'evidenced_key', 'qualified_value', 'Repaired', 'restated', 'repair', 'subject_terms', 'supersedes',
+           'facts_data_path', 'load_facts', 'fact_matches', 'ExtractionScore', 'score_extraction']
 
 # %% ../nbs/15_grounding.ipynb #bd206303
 class GroundingError(MemoryInputError):
@@ -567,6 +567,14 @@ def _names_someone(text: str) -> bool:
     "Does `text` name a relative or an animal (the *who* of a request: '딸 하은이 생일 선물', 'my wife Anna')?"
     return any((t := _word_topic(w)) is not None and t.en in _ENTITIES for w in content_terms(text))
 
+# A turn that shares a picture carries its caption as ' [image: …]' (`benchmarks.Turn.full_text`): the captioner's words
+# about the picture, not the speaker's ("residence: a photo of a city at night with a tall building in the background").
+IMAGE_NOTE = re.compile(r'\s*\[image: [^\]]*\]')
+
+def spoken(text: str) -> str:
+    "`text` without its image captions (`IMAGE_NOTE`): what the speaker said."
+    return IMAGE_NOTE.sub('', _str(text, 'text')).strip()
+
 def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, examples=(), asked: str | None = None,
              others: Iterable[str] = ()) -> Grounding:
     "Is the fact `key: value` supported by the user's own `utterance` (answering `asked`, if given)? A `Grounding` with `ok` and a `Reason` code. `others`: the names of other people who speak in the memory (a name fact naming one is theirs)."
@@ -575,6 +583,7 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     if isinstance(examples, str): examples = (examples,)
     examples = [_str(e, 'example') for e in examples]
     lang = _lang(lang, key, value)
+    value, utterance, asked = spoken(value), spoken(utterance), spoken(asked)     # the speaker's words, not a caption's
     if is_contentless(utterance): return Grounding(False, Reason.CONTENTLESS_SOURCE)
     others = {o.casefold() for o in others if isinstance(o, str)}
     for keep, why in ((without_questions, Reason.REQUEST), (without_address, Reason.ADDRESSED)):
@@ -717,7 +726,7 @@ class Repaired:
     kind: str
     repairs: tuple = ()
 
-REPAIRS = ('key_was_statement', 'question_dropped', 'address_dropped', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
+REPAIRS = ('key_was_statement', 'caption_dropped', 'question_dropped', 'address_dropped', 'subject_added', 'rekeyed', 'key_words_dropped', 'kind_from_line')
 
 def restated(key: str, value: str, lang: str | None = None) -> tuple[str, str] | None:
     "(key, value) of a fact the model wrote the wrong way round — the user's statement as its key, a bare reply as its value"
@@ -736,8 +745,9 @@ def repair(key: str, value: str, utterance: str = '', lang: str | None = None, *
     asked = '' if asked is None else _str(asked, 'asked')
     lang = _lang(lang, key, value)
     fixes = []
-    stated_v = without_questions(value, lang)             # what the value asks, or says of the listener, is no fact (`grounded`)
-    if stated_v != value: fixes.append('question_dropped')
+    if (v0 := spoken(value)) != value: fixes.append('caption_dropped')       # a picture's caption is no one's words
+    stated_v = without_questions(v0, lang)                # what the value asks, or says of the listener, is no fact (`grounded`)
+    if stated_v != v0: fixes.append('question_dropped')
     if (own := without_address(stated_v, lang)) != stated_v: fixes.append('address_dropped'); stated_v = own
     v = complete_value(stated_v, utterance, key, lang)
     if v != stated_v: fixes.append('subject_added')
