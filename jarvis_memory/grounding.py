@@ -575,6 +575,18 @@ def spoken(text: str) -> str:
     "`text` without its image captions (`IMAGE_NOTE`): what the speaker said."
     return IMAGE_NOTE.sub('', _str(text, 'text')).strip()
 
+# A value holds only the speaker's own words about themselves, in these steps — (the repair each names, the reason a value
+# left with nothing is rejected for, the step): no picture's caption, nothing it asks, nothing it says of the listener.
+_OWN_WORDS = (('caption_dropped', None, lambda v, lang: spoken(v)), ('question_dropped', Reason.REQUEST, without_questions),
+              ('address_dropped', Reason.ADDRESSED, without_address))
+
+def _own_words(value: str, lang: str | None):
+    "Each step of `_OWN_WORDS` that changes `value`, in order: (repair name, reason, the value after it). `grounded` checks, `repair` writes."
+    for fix, why, keep in _OWN_WORDS:
+        if (v := keep(value, lang)) != value:
+            yield fix, why, v
+            value = v
+
 def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, examples=(), asked: str | None = None,
              others: Iterable[str] = ()) -> Grounding:
     "Is the fact `key: value` supported by the user's own `utterance` (answering `asked`, if given)? A `Grounding` with `ok` and a `Reason` code. `others`: the names of other people who speak in the memory (a name fact naming one is theirs)."
@@ -583,14 +595,13 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     if isinstance(examples, str): examples = (examples,)
     examples = [_str(e, 'example') for e in examples]
     lang = _lang(lang, key, value)
-    value, utterance, asked = spoken(value), spoken(utterance), spoken(asked)     # the speaker's words, not a caption's
+    utterance, asked = spoken(utterance), spoken(asked)    # the speaker's words, not a caption's
     if is_contentless(utterance): return Grounding(False, Reason.CONTENTLESS_SOURCE)
     others = {o.casefold() for o in others if isinstance(o, str)}
-    for keep, why in ((without_questions, Reason.REQUEST), (without_address, Reason.ADDRESSED)):
-        v_own = keep(value, lang)                           # what a value asks, or says of the listener, is no fact of the user,
-        if v_own != value:                                  # nor is the listener's name left from it ("You're so talented, Dave!")
-            if is_contentless(v_own) or set(content_terms(v_own)) <= others: return Grounding(False, why)
-            value = v_own
+    for _, why, v_own in _own_words(value, lang):       # what a value asks, or says of the listener, is no fact of the user,
+        if why is not None and (is_contentless(v_own) or set(content_terms(v_own)) <= others):   # nor the listener's name
+            return Grounding(False, why)                 # left from it ("You're so talented, Dave!")
+        value = v_own
     bare = re.sub(r'[^\w\s]', '', value).strip()
     if is_contentless(value) and not is_negative(value) and not (len(bare) >= (2 if _HANGUL.search(bare) else 4)
                                                                    and contains_term(bare, utterance)):
@@ -626,11 +637,12 @@ def grounded(key: str, value: str, utterance: str, lang: str | None = None, *, e
     plan = has_time(value, recurrence=False) or _names_someone(f'{key} {value}')
     own = [c for c in cl if (c.mood == 'statement' or plan) and not to_listener(c.text)]
     if len(own) < len(cl):
-        supported = lambda text: (lambda m, x: bool(m) and len(m) / (len(m) + len(x)) >= SUPPORT_SHARE)(
-            *_support(value, text, content_terms(text), key, asked))
+        def supported(text):
+            m2, x2 = _support(value, text, content_terms(text), key, asked)
+            return bool(m2) and len(m2) / (len(m2) + len(x2)) >= SUPPORT_SHARE
         if not supported(' '.join(c.text for c in own)):
-            stated = ' '.join(c.text for c in cl if c.mood == 'statement' or plan)
-            return verdict(Reason.ADDRESSED if stated and supported(stated) else Reason.REQUEST)
+            said = ' '.join(c.text for c in cl if c.mood == 'statement' or plan)
+            return verdict(Reason.ADDRESSED if said and supported(said) else Reason.REQUEST)
     # A free key is part of what is written. A short reply with no subject of its own is about what the question asked;
     # a key that is neither in the reply nor in the question, over a bare noun phrase naming no topic, is the model's guess
     # ("연령: 열두 살이요" answers '나비가 몇 살이에요?'; "나의 생일: 내년 봄에요" answers '언제 제대해요?').
@@ -745,12 +757,10 @@ def repair(key: str, value: str, utterance: str = '', lang: str | None = None, *
     asked = '' if asked is None else _str(asked, 'asked')
     lang = _lang(lang, key, value)
     fixes = []
-    if (v0 := spoken(value)) != value: fixes.append('caption_dropped')       # a picture's caption is no one's words
-    stated_v = without_questions(v0, lang)                # what the value asks, or says of the listener, is no fact (`grounded`)
-    if stated_v != v0: fixes.append('question_dropped')
-    if (own := without_address(stated_v, lang)) != stated_v: fixes.append('address_dropped'); stated_v = own
-    v = complete_value(stated_v, utterance, key, lang)
-    if v != stated_v: fixes.append('subject_added')
+    own = value                                          # a caption, what the value asks or says of the listener: no fact (`grounded`)
+    for fix, _, own in _own_words(value, lang): fixes.append(fix)
+    v = complete_value(own, utterance, key, lang)
+    if v != own: fixes.append('subject_added')
     topic = evidenced_key(key, v, f'{utterance} {asked}', lang)
     if topic != canonical_key(key, lang): fixes.append('rekeyed')
     if topic in ('기타', 'other'):                     # the model's own free key, kept under other; a topic it lost: 'other'
