@@ -37,9 +37,10 @@ def raw_rows(s: ChromaStore) -> dict:
 
 
 def seen(s: ChromaStore) -> list:
-    "What the store shows: every row, superseded ones included, with content and item metadata."
-    return [(it.id, it.content, it.metadata, it.superseded, it.rehearsal) for it in
-            s.list(SC, filter=Filter(include_superseded=True), order_by=None)]
+    "What the store shows: every row, superseded ones included, with content and item metadata, by id (`order_by=None`"
+    "promises no order: a store rebuilt from Chroma after a kill lists rows in Chroma's order, not the writer's)."
+    return sorted((it.id, it.content, it.metadata, it.superseded, it.rehearsal) for it in
+                  s.list(SC, filter=Filter(include_superseded=True), order_by=None))
 
 
 op = st.one_of(
