@@ -983,13 +983,17 @@ def cosines(self: ChromaStore, scope: MemoryScope, ids, embedding) -> dict:
                 i = m.ids[rn]
                 if i in near: out[i] = near[i]
                 elif rn in m.vec: out[i] = float(m.vec[rn] @ qn)
-                else: todo.append(i)
-    else: todo = ids
+                else: todo.append(rn)
+            if todo:                                     # fetched by id and kept: the next recall asks for many of them again
+                if not self._exact(len(m)) and m.vec.n + len(todo) > _SMALL: m.vec.clear()
+                m.fetch_vectors(c.col, todo)
+                out.update((m.ids[rn], float(m.vec[rn] @ qn)) for rn in todo if rn in m.vec)
+        return out
     qn = float(np.linalg.norm(q))
-    for ch in _chunks(todo, _CHUNK):                     # with a mirror, the rows are checked: fetch vectors only
-        r = c.col.get(ids=ch, include=['embeddings'] if m is not None else ['embeddings', 'metadatas'])
+    for ch in _chunks(ids, _CHUNK):                      # without a mirror: the rows checked here, from their metadata
+        r = c.col.get(ids=ch, include=['embeddings', 'metadatas'])
         for j, (i, e) in enumerate(zip(r['ids'], r['embeddings'])):
-            if e is None or (m is None and not (pred.matches(r['metadatas'][j]) and _readable(scope, policy, i, r['metadatas'][j]))): continue
+            if e is None or not (pred.matches(r['metadatas'][j]) and _readable(scope, policy, i, r['metadatas'][j])): continue
             v = np.asarray(e, dtype=np.float32)
             out[i] = float(np.dot(v, q)) / (float(np.linalg.norm(v)) * qn)
     return out

@@ -97,9 +97,10 @@ class _Vectors:
         v = np.asarray(v, dtype=np.float32).ravel()
         if self.mat is None or self.mat.shape[1] != v.size: self.clear(); self.mat = np.zeros((0, v.size), np.float32)
         if rn >= len(self.mat):                                 # capacity doubles: a turn's write is not a copy of the matrix
-            cap = max(64, 1 << rn.bit_length())
-            self.mat = np.concatenate([self.mat, np.zeros((cap - len(self.mat), v.size), np.float32)])
-            self.has = np.concatenate([self.has, np.zeros(cap - self.has.size, bool)])
+            cap = max(64, 1 << rn.bit_length())                 # (zeros, then the old rows copied: the pages of rows never
+            mat, has = np.zeros((cap, v.size), np.float32), np.zeros(cap, bool)    # set are not touched, so a few vectors
+            mat[:len(self.mat)], has[:self.has.size] = self.mat, self.has          # of a large user's rows cost only theirs)
+            self.mat, self.has = mat, has
         self.mat[rn] = v / max(float(np.linalg.norm(v)), 1e-30)
         if not self.has[rn]: self.has[rn] = True; self.n += 1
         self.missing.discard(rn)
