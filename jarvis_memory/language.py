@@ -233,8 +233,9 @@ def _terms(text: str, analyser: str, max_chars: int) -> tuple[str, ...]:
 def query_terms(text: str, *, analyser: str = 'kiwi', max_chars: int = 1000) -> list[str]:
     "Lower-cased, de-duplicated query words without punctuation and Korean particles (S-5.3); only `text[:max_chars]` is read."
     _check_str(text, 'text')
-    analyser = _effective_analyser(analyser)
     if not isinstance(max_chars, int) or max_chars < 1: raise TextError(f"max_chars must be an int >= 1, got {max_chars!r}")
+    if analyser != 'kiwi' or not _LATIN.fullmatch(text[:max_chars]):   # (Latin text: Kiwi would strip nothing, so whether
+        analyser = _effective_analyser(analyser)                        # it is installed is not asked: no import of it)
     return list(_terms(text, analyser, max_chars))
 
 # %% ../nbs/12_particles.ipynb #38d7e9c6
