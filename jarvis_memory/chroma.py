@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, threading, time, weakref
+import base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, sys, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +14,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
-import chromadb
-import httpx
-from chromadb.api.types import EmbeddingFunction
-from chromadb.errors import ChromaError, NotFoundError
-from chromadb.utils.embedding_functions import register_embedding_function
 from fastcore.basics import patch
 from filelock import FileLock, Timeout
 
@@ -36,7 +31,7 @@ from .language import recall_terms, case_variants
 _log = logging.getLogger(__name__)
 
 # %% auto #0
-__all__ = ['HNSW_CONFIG', 'collection_name', 'chroma_where', 'JarvisEmbeddingFunction', 'ChromaStore']
+__all__ = ['HNSW_CONFIG', 'collection_name', 'chroma_where', 'ChromaStore']
 
 # %% ../nbs/05_chroma.ipynb #ed540466
 def collection_name(user_id: str) -> str:
@@ -65,27 +60,24 @@ def chroma_where(cl: ReadClause) -> dict | None:
     return _and(c)
 
 
-# %% ../nbs/05_chroma.ipynb #3f6de85b
-@register_embedding_function
-class JarvisEmbeddingFunction(EmbeddingFunction):
-    "Chroma-side record of the jarvis_memory embedder that filled a collection; the store passes vectors itself."
-    def __init__(self, embedder: Embedder | None = None, embedder_name: str = 'none', dim: int = 0):
-        self.embedder, self.embedder_name, self.dim = embedder, embedder_name, dim
+# %% ../nbs/05_chroma.ipynb #1bf86c63
+def _chromadb():
+    "chromadb, imported on first use, with `JarvisEmbeddingFunction` registered (so Chroma can rebuild it from a collection's config)."
+    import chromadb, chromadb.config, chromadb.errors
+    import jarvis_memory.chroma_ef
+    return chromadb
 
-    @staticmethod
-    def name() -> str: return 'jarvis_memory'
-    def get_config(self) -> dict: return {'embedder': self.embedder_name, 'dim': self.dim}
-    @staticmethod
-    def build_from_config(config: dict) -> JarvisEmbeddingFunction:
-        return JarvisEmbeddingFunction(None, config.get('embedder', 'none'), config.get('dim', 0))
-    def default_space(self): return 'cosine'
-    def supported_spaces(self): return ['cosine']
-    def is_legacy(self): return False
+def _jef(embedder: Embedder | None = None, name: str = 'none', dim: int = 0):
+    "A `JarvisEmbeddingFunction` (chromadb imported if it was not)."
+    _chromadb()
+    from jarvis_memory.chroma_ef import JarvisEmbeddingFunction
+    return JarvisEmbeddingFunction(embedder, name, dim)
 
-    def __call__(self, input):
-        if self.embedder is None:
-            raise StoreError(f"jarvis_memory passes vectors itself; Chroma asked to embed with {self.embedder_name!r}, which is not attached")
-        return list(self.embedder.embed(list(input)))
+def __getattr__(name):                  # (`jarvis_memory.chroma.JarvisEmbeddingFunction`, where the class used to live)
+    if name == 'JarvisEmbeddingFunction':
+        from jarvis_memory.chroma_ef import JarvisEmbeddingFunction
+        return JarvisEmbeddingFunction
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/05_chroma.ipynb #6e0acaf8
 HNSW_CONFIG = {"hnsw": {"space": "cosine", "ef_search": 500, "ef_construction": 200, "max_neighbors": 32}}
@@ -355,8 +347,8 @@ def _replay(client, shared: _Shared) -> int:
         for r in recs:
             d = shared.deferred.get(r['c'])
             if d is None and r['c'] not in gone:
-                try: col = client.get_collection(r['n'], embedding_function=JarvisEmbeddingFunction())
-                except NotFoundError: col = None
+                try: col = client.get_collection(r['n'], embedding_function=_jef())
+                except _chromadb().errors.NotFoundError: col = None
                 if col is None or str(col.id) != r['c']: gone.add(r['c'])      # dropped (drop_user) after the write
                 else: d = shared.deferred[r['c']] = _Deferred(col, shared)
             if d is None: continue
@@ -393,6 +385,12 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
 _READS = frozenset({'get', 'list', 'keyword', 'count', 'search', 'cosines'})
 _RACY = 'Error finding id'          # a `chroma run` server reading a row another client deletes at that moment
 
+def _backend_failure(e: BaseException) -> bool:
+    "Is `e` a failure of Chroma or of the connection to it? (Only a module already imported can have raised one.)"
+    if isinstance(e, OSError): return True
+    errs, hx = sys.modules.get('chromadb.errors'), sys.modules.get('httpx')
+    return (errs is not None and isinstance(e, errs.ChromaError)) or (hx is not None and isinstance(e, hx.HTTPError))
+
 def _guarded(f):
     "Turn Chroma and connection failures inside a store method into a `StoreUnavailable` naming the location."
     @functools.wraps(f)
@@ -401,22 +399,114 @@ def _guarded(f):
         for attempt in range(3):
             try: return f(self, *args, **kw)
             except (MemoryInputError, MemoryUnavailable): raise
-            except (ChromaError, httpx.HTTPError, OSError) as e:
+            except Exception as e:
+                if not _backend_failure(e): raise
                 if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
                 raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
     return _f
 
-def _chroma_settings(): return chromadb.config.Settings(anonymized_telemetry=False)
+def _chroma_settings(): return _chromadb().config.Settings(anonymized_telemetry=False)
 
 def _close_client(client, shared):
+    journaled = 0
     try: _flush_all(client, shared)               # deferred `touch`es (see the mirror); defined below
-    except Exception as e: _log.warning("could not write deferred last_accessed updates at close: %s", e)
-    if shared.refs <= 1:                          # the last store of this path: its mirrors' snapshots (defined below)
+    except Exception as e:
+        journaled = _journal_touches(shared)      # (Chroma could not be opened: see "Opening without Chroma")
+        (_log.info if journaled else _log.warning)("could not write deferred last_accessed updates at close (%s)%s", e,
+                                                   f"; {journaled} journaled for the next open" if journaled else '')
+    if shared.refs <= 1 and not journaled:                          # the last store of this path: its mirrors' snapshots (defined below)
         try: _save_mirrors(client, shared)
         except Exception as e: _log.warning("could not write mirror snapshots at close: %s", e)
     try: client.close()
     except Exception: pass
     _release(shared)
+
+# %% ../nbs/05_chroma.ipynb #efbfb005
+class _Client:
+    "The embedded Chroma client, made on first use (`made` says whether it was); a failure to make it is a `StoreUnavailable`."
+    def __init__(self, path: Path): self.path, self._c, self._lock, self._warming = path, None, threading.Lock(), None
+    @property
+    def made(self) -> bool: return self._c is not None
+    def real(self):
+        with self._lock:
+            if self._c is None:
+                try: self._c = _chromadb().PersistentClient(path=str(self.path), settings=_chroma_settings())
+                except Exception as e:
+                    raise StoreUnavailable(f"cannot open the Chroma store at {self.path}: {type(e).__name__}: {e}") from None
+            return self._c
+    def warm(self):
+        "Make the client in a thread, once: Chroma will be needed (deferred touches to write, at the latest at `close`)."
+        with self._lock:
+            if self._c is not None or self._warming is not None: return
+            self._warming = threading.Thread(target=self._warm, name='jarvis-memory-chroma-open', daemon=True)
+        self._warming.start()
+    def _warm(self):
+        try: self.real()
+        except Exception as e: _log.info("opening Chroma in the background failed (%s); its next use tries again", e)
+    def __getattr__(self, name):             # get_collection, delete_collection, ...: the real client's
+        if name.startswith('_'): raise AttributeError(name)
+        return getattr(self.real(), name)
+    def close(self):
+        if self._c is not None: self._c.close()
+
+def _peek(path: Path, names: list) -> dict | None:
+    "The collections among `names` in Chroma's SQLite at `path`, `{name: (id, metadata)}`, read without chromadb; None if unreadable."
+    import sqlite3
+    try:
+        con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
+        try:
+            out = {}
+            for cid, name in con.execute("SELECT c.id, c.name FROM collections c JOIN databases d ON d.id = c.database_id "
+                                         "WHERE d.name = 'default_database' AND d.tenant_id = 'default_tenant' AND c.name IN "
+                                         f"({','.join('?' * len(names))})", list(names)).fetchall():
+                md = {}
+                for k, s, i, f, b in con.execute("SELECT key, str_value, int_value, float_value, bool_value "
+                                                 "FROM collection_metadata WHERE collection_id = ?", (cid,)):
+                    md[k] = bool(b) if b is not None else i if i is not None else f if f is not None else s
+                out[name] = (str(cid), md)
+            return out
+        finally: con.close()
+    except sqlite3.Error: return None
+
+class _StoredCol:
+    "A collection as `_peek` read it (`id`, `name`, `metadata`); anything else asked of it opens the real one (`open_()`) first."
+    def __init__(self, cid: str, name: str, metadata: dict, open_):
+        self.id, self.name, self.metadata = cid, name, metadata
+        self._open, self._real, self._lock = open_, None, threading.Lock()
+    def real(self):
+        with self._lock:
+            if self._real is None:
+                col = self._open()
+                if str(col.id) != self.id:
+                    raise StoreUnavailable(f"Chroma's collection {self.name} is {col.id}, not {self.id} as its SQLite said")
+                self._real = col
+            return self._real
+    def __getattr__(self, name):
+        if name.startswith('_'): raise AttributeError(name)
+        return getattr(self.real(), name)
+
+class _ToJournal:
+    "Stands for mirror `m`'s collection where only `update` is asked (`_Mirror.flush`): the update goes to journal `j`."
+    def __init__(self, j, m): self.j, self.id, self.name = j, m.key, m.name
+    def update(self, ids, metadatas): self.j.append(self, 'update', ids, metadatas=metadatas)
+
+def _journal_touches(shared: _Shared) -> int:
+    "Every mirror's deferred touches into the write journal, for the next open to apply (Chroma cannot take them now); returns how many."
+    if shared.path is None: return 0
+    j, n = shared.journal or _Journal(_journal_file(shared.path)), 0
+    try:
+        for m in list(shared.mirrors.values()):
+            if not m.pending: continue
+            _unsnap(shared, m.key)                # (stale once the journal is applied)
+            with m.lock: n += m.flush(_ToJournal(j, m))
+    except Exception as e: _log.warning("could not journal deferred last_accessed updates: %s", e)
+    finally:
+        if j is not shared.journal: j.close()
+    return n
+
+def _stored(client: _Client, cname: str, cid: str, md: dict, embedder) -> _StoredCol:
+    "Collection `cname` as `_peek` found it, opened through `client` when needed (as `_col` opens it: our embedding function)."
+    return _StoredCol(cid, cname, md, lambda: client.get_collection(cname, embedding_function=_jef(embedder)))
 
 # %% ../nbs/05_chroma.ipynb #9d8e64b7
 @dataclass
@@ -465,7 +555,7 @@ class ChromaStore:
         self.path, self.server_url, self.location = p.resolve(), None, str(p)
         self._shared = _acquire('path:' + str(self.path), self.path)
         try:
-            self._client = chromadb.PersistentClient(path=str(self.path), settings=_chroma_settings())
+            self._client = _Client(self.path)             # (Chroma itself opens on first use: see below)
             with self._shared.write:
                 if self._shared.journal is None: _replay(self._client, self._shared)   # a crash's waiting writes (below)
                 if self._use_mirror and self.settings.write_behind and self._shared.journal is None:
@@ -480,7 +570,7 @@ class ChromaStore:
         self.path, self.server_url, self.location = None, url, url
         client = None
         try:
-            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_chroma_settings())
+            client = _chromadb().HttpClient(host=host, port=port, ssl=ssl, settings=_chroma_settings())
             client.heartbeat()
         except Exception as e:
             if client is not None: client.close()
@@ -518,7 +608,7 @@ def _col_meta(user_id: str, name: str, dim: int, state: str = 'ready') -> dict:
     return {'jm:user_id': user_id, 'jm:embedder': name, 'jm:dim': dim, 'jm:schema': 1, 'jm:state': state}
 
 @patch
-def _ef(self: ChromaStore, name='none', dim=0): return JarvisEmbeddingFunction(self.embedder, name, dim)
+def _ef(self: ChromaStore, name='none', dim=0): return _jef(self.embedder, name, dim)
 
 @patch
 def _check_col(self: ChromaStore, col, user_id: str) -> _Col:
@@ -549,9 +639,15 @@ def _col(self: ChromaStore, user_id: str, create: bool = False) -> _Col | None:
     if hit is not None and hit[1] == self._shared.generation:
         if hit[0] is not None: return self._waiting(hit[0])
         if not create: return None                        # known to have none (a user who never wrote: two lookups saved per read)
-    cname = collection_name(user_id)
-    try: col = self._client.get_collection(cname, embedding_function=self._ef())
-    except NotFoundError:
+    cname, col = collection_name(user_id), None
+    if isinstance(self._client, _Client) and not self._client.made and (seen := _peek(self.path, [cname, cname + '-next'])) is not None:
+        if cname in seen: col = _stored(self._client, cname, *seen[cname], self.embedder)   # (Chroma not opened yet: SQLite says)
+        elif not seen and not create:                       # no collection, no migration to finish
+            self._cols[user_id] = (None, self._shared.generation)
+            return None
+    try:
+        if col is None: col = self._client.get_collection(cname, embedding_function=self._ef())
+    except _chromadb().errors.NotFoundError:
         col = self._finish_migration(cname)
         if col is None:
             if not create:
@@ -613,8 +709,11 @@ def _current(m) -> bool: return m.on_disk and (m.lex is None or m.lex_on_disk)
 
 def _save_one(client, shared: _Shared, key: str, m) -> bool:
     "Write the snapshot of mirror `m` (of collection `key`, no pending touches, its waiting writes settled); False if it cannot stand for Chroma."
-    col = client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction())
-    stamp = _stamp(shared.path, col) if str(col.id) == key else None
+    if isinstance(client, _Client) and not client.made:          # (Chroma not opened: its SQLite names the collection)
+        seen = (_peek(shared.path, [m.name]) or {}).get(m.name)
+        col = None if seen is None else _StoredCol(seen[0], m.name, seen[1], None)
+    else: col = client.get_collection(m.name, embedding_function=_jef())
+    stamp = _stamp(shared.path, col) if col is not None and str(col.id) == key else None
     if stamp is None: return False
     if stamp['rows'] != len(m):
         _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); return False
@@ -639,7 +738,7 @@ def _write_back(shared: _Shared, m, client=None, col=None) -> int:
     "Write mirror `m`'s deferred last_accessed values to Chroma (`col`, else its collection through `client`); its snapshot goes first."
     if not m.pending: return 0
     _unsnap(shared, m.key)                                  # a snapshot would hold the touches as never written
-    if col is None: col = client.get_collection(m.name, embedding_function=JarvisEmbeddingFunction())
+    if col is None: col = client.get_collection(m.name, embedding_function=_jef())
     with m.lock: return m.flush(col)
 
 def _flush_all(client, shared: _Shared) -> int:
@@ -653,7 +752,8 @@ def _prefetch_index(c: _Col) -> threading.Thread:
     "one neighbour of a placeholder vector, on the raw collection (a waiting write is not sent from this thread). Errors"
     "are left to the first real search, which meets them again."
     col = c.col.raw if isinstance(c.col, _Deferred) else c.col
-    q = _placeholder(c.dim)
+    if isinstance(col, _StoredCol): col = col.real()   # (Chroma opened here, not in the thread: importing chromadb there
+    q = _placeholder(c.dim)                            # while this thread restores the snapshot cost 2 s more at 100k)
     def run():
         try: col.query(query_embeddings=[q], n_results=1, include=[])
         except Exception as e: _log.debug("prefetching the vector index of %s failed (%s)", col.name, e)
@@ -926,7 +1026,8 @@ def _nearest(self: ChromaStore, scope, policy, pred, c, m, q, k, min_cosine):
     with m.lock:
         ok = self._ok(scope, policy, pred, m)
         if self._exact(len(m)):                         # few rows: one matrix product over the mirror's vectors, exact
-            if m.vec.missing: m.fetch_vectors(c.col)     # (once: after a start without a snapshot that held them)
+            if m.vec.missing:                            # (once: after a start without a snapshot that held them; the
+                m.fetch_vectors(c.col); m.on_disk = False    # next one holds them, so a restart searches without Chroma)
             return [(m.item(rn), cos) for rn, cos in m.nearest(q, pred, ok, k)]
         small, large = m.split(pred)
         exact = None
@@ -1208,6 +1309,7 @@ def touch(self: ChromaStore, scope: MemoryScope, ids, when: float) -> int:
         if m is None: return self._update(c, {i: {'last_accessed': float(when)} for i in rows})
         with m.lock:
             m.touch(list(rows), float(when))
+            if isinstance(self._client, _Client): self._client.warm()    # (Chroma will take these: see "Opening without Chroma")
             if len(m.pending) >= _FLUSH_N: _unsnap(self._shared, m.key); m.flush(c.col)
         return len(rows)
 
@@ -1294,7 +1396,7 @@ def drop_user(self: ChromaStore, user_id: str) -> int:
         self._shared.mirrors.pop(key, None); self._shared.sort_keys.pop(key, None); self._shared.deferred.pop(key, None)
         for name in (c.col.name, c.col.name + '-next'):
             try: self._client.delete_collection(name)
-            except NotFoundError: pass
+            except _chromadb().errors.NotFoundError: pass
         self._shared.generation += 1                       # every store's cached handle of the collection is stale
         self._cols.pop(user_id, None)
         return n
@@ -1325,7 +1427,7 @@ def deferred(self: ChromaStore):
 def _finish_migration(self: ChromaStore, cname: str):
     "If a finished migration lost its last step (rename), complete it; return the collection or None."
     try: nxt = self._client.get_collection(cname + '-next', embedding_function=self._ef())
-    except NotFoundError: return None
+    except _chromadb().errors.NotFoundError: return None
     if (nxt.metadata or {}).get('jm:state') != 'ready': return None
     nxt.modify(name=cname)
     return self._client.get_collection(cname, embedding_function=self._ef())
@@ -1339,7 +1441,7 @@ def _migrate(self: ChromaStore, c: _Col, batch: int) -> int:
     if m is not None and m.pending:                    # the copy reads Chroma: write deferred touches first
         with m.lock: m.flush(c.col)
     try: self._client.delete_collection(nname)
-    except NotFoundError: pass
+    except _chromadb().errors.NotFoundError: pass
     new = self._client.create_collection(nname, configuration=copy.deepcopy(HNSW_CONFIG), embedding_function=self._ef(name, dim),
                                          metadata=_col_meta(c.user_id, name, dim, state='migrating'))
     ids, n = c.col.get(include=[])['ids'], 0
