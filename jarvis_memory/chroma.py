@@ -414,7 +414,7 @@ def _close_client(client, shared):
         journaled = _journal_touches(shared)      # (Chroma could not be opened: see "Opening without Chroma")
         (_log.info if journaled else _log.warning)("could not write deferred last_accessed updates at close (%s)%s", e,
                                                    f"; {journaled} journaled for the next open" if journaled else '')
-    if shared.refs <= 1 and not journaled:                          # the last store of this path: its mirrors' snapshots (defined below)
+    if shared.refs <= 1 and not journaled:        # the last store of this path: its mirrors' snapshots (defined below)
         try: _save_mirrors(client, shared)
         except Exception as e: _log.warning("could not write mirror snapshots at close: %s", e)
     try: client.close()
@@ -436,6 +436,7 @@ class _Client:
             return self._c
     def warm(self):
         "Make the client in a thread, once: Chroma will be needed (deferred touches to write, at the latest at `close`)."
+        if self._c is not None or self._warming is not None: return    # (without the lock, which the thread holds)
         with self._lock:
             if self._c is not None or self._warming is not None: return
             self._warming = threading.Thread(target=self._warm, name='jarvis-memory-chroma-open', daemon=True)
