@@ -422,40 +422,52 @@ def _close_client(client, shared):
     _release(shared)
 
 # %% ../nbs/05_chroma.ipynb #efbfb005
-class _Client:
-    "The embedded Chroma client, made on first use (`made` says whether it was); a failure to make it is a `StoreUnavailable`."
-    def __init__(self, path: Path): self.path, self._c, self._lock, self._warming = path, None, threading.Lock(), None
+class _Lazy:
+    "Stands for an object `_make()` makes on first use (`real()`, once, under a lock); `made` says whether it was. Any"
+    "public attribute it does not have itself is the real object's."
+    def __init__(self): self._obj, self._lock = None, threading.Lock()
     @property
-    def made(self) -> bool: return self._c is not None
+    def made(self) -> bool: return self._obj is not None
     def real(self):
         with self._lock:
-            if self._c is None:
-                try: self._c = _chromadb().PersistentClient(path=str(self.path), settings=_chroma_settings())
-                except Exception as e:
-                    raise StoreUnavailable(f"cannot open the Chroma store at {self.path}: {type(e).__name__}: {e}") from None
-            return self._c
+            if self._obj is None: self._obj = self._make()
+            return self._obj
+    def __getattr__(self, name):
+        if name.startswith('_'): raise AttributeError(name)
+        return getattr(self.real(), name)
+
+class _Client(_Lazy):
+    "The embedded Chroma client (get_collection, ...), made on first use; a failure to make it is a `StoreUnavailable`."
+    def __init__(self, path: Path): super().__init__(); self.path, self._warming = path, None
+    def _make(self):
+        try: return _chromadb().PersistentClient(path=str(self.path), settings=_chroma_settings())
+        except Exception as e: raise StoreUnavailable(f"cannot open the Chroma store at {self.path}: {type(e).__name__}: {e}") from None
     def warm(self):
         "Make the client in a thread, once: Chroma will be needed (deferred touches to write, at the latest at `close`)."
-        if self._c is not None or self._warming is not None: return    # (without the lock, which the thread holds)
+        if self._obj is not None or self._warming is not None: return    # (without the lock, which the thread holds)
         with self._lock:
-            if self._c is not None or self._warming is not None: return
+            if self._obj is not None or self._warming is not None: return
             self._warming = threading.Thread(target=self._warm, name='jarvis-memory-chroma-open', daemon=True)
         self._warming.start()
     def _warm(self):
         try: self.real()
         except Exception as e: _log.info("opening Chroma in the background failed (%s); its next use tries again", e)
-    def __getattr__(self, name):             # get_collection, delete_collection, ...: the real client's
-        if name.startswith('_'): raise AttributeError(name)
-        return getattr(self.real(), name)
     def close(self):
-        if self._c is not None: self._c.close()
+        if self._obj is not None: self._obj.close()
+
+@contextlib.contextmanager
+def _chroma_sqlite(path: Path):
+    "A read-only connection to Chroma's SQLite at `path`, without chromadb; `sqlite3.Error` if it cannot be opened."
+    import sqlite3
+    con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
+    try: yield con
+    finally: con.close()
 
 def _peek(path: Path, names: list) -> dict | None:
     "The collections among `names` in Chroma's SQLite at `path`, `{name: (id, metadata)}`, read without chromadb; None if unreadable."
     import sqlite3
     try:
-        con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
-        try:
+        with _chroma_sqlite(path) as con:
             out = {}
             for cid, name in con.execute("SELECT c.id, c.name FROM collections c JOIN databases d ON d.id = c.database_id "
                                          "WHERE d.name = 'default_database' AND d.tenant_id = 'default_tenant' AND c.name IN "
@@ -466,25 +478,16 @@ def _peek(path: Path, names: list) -> dict | None:
                     md[k] = bool(b) if b is not None else i if i is not None else f if f is not None else s
                 out[name] = (str(cid), md)
             return out
-        finally: con.close()
     except sqlite3.Error: return None
 
-class _StoredCol:
+class _StoredCol(_Lazy):
     "A collection as `_peek` read it (`id`, `name`, `metadata`); anything else asked of it opens the real one (`open_()`) first."
     def __init__(self, cid: str, name: str, metadata: dict, open_):
-        self.id, self.name, self.metadata = cid, name, metadata
-        self._open, self._real, self._lock = open_, None, threading.Lock()
-    def real(self):
-        with self._lock:
-            if self._real is None:
-                col = self._open()
-                if str(col.id) != self.id:
-                    raise StoreUnavailable(f"Chroma's collection {self.name} is {col.id}, not {self.id} as its SQLite said")
-                self._real = col
-            return self._real
-    def __getattr__(self, name):
-        if name.startswith('_'): raise AttributeError(name)
-        return getattr(self.real(), name)
+        super().__init__(); self.id, self.name, self.metadata, self._open = cid, name, metadata, open_
+    def _make(self):
+        col = self._open()
+        if str(col.id) != self.id: raise StoreUnavailable(f"Chroma's collection {self.name} is {col.id}, not {self.id} as its SQLite said")
+        return col
 
 class _ToJournal:
     "Stands for mirror `m`'s collection where only `update` is asked (`_Mirror.flush`): the update goes to journal `j`."
@@ -670,11 +673,10 @@ def _chroma_state(path: Path, col_id: str) -> tuple[int, int] | None:
     "Chroma's write sequence number for a collection (the last log record its metadata segment applied) and that segment's row count; None if unreadable."
     import sqlite3
     try:
-        con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
-        try: row = con.execute("SELECT s.seq_id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = g.id) "
-                               "FROM max_seq_id s JOIN segments g ON g.id = s.segment_id "
-                               "WHERE g.collection = ? AND g.scope = 'METADATA'", (col_id,)).fetchone()
-        finally: con.close()
+        with _chroma_sqlite(path) as con:
+            row = con.execute("SELECT s.seq_id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = g.id) "
+                              "FROM max_seq_id s JOIN segments g ON g.id = s.segment_id "
+                              "WHERE g.collection = ? AND g.scope = 'METADATA'", (col_id,)).fetchone()
     except sqlite3.Error as e:
         _log.warning("cannot read Chroma's write sequence at %s (%s): mirror snapshots are not used", path, e)
         return None
@@ -683,10 +685,10 @@ def _chroma_state(path: Path, col_id: str) -> tuple[int, int] | None:
     seq = v if isinstance(v, int) and not isinstance(v, bool) else int.from_bytes(v, 'big') if isinstance(v, bytes) else None
     return None if seq is None or not isinstance(rows, int) else (seq, rows)
 
-def _stamp(path: Path, col) -> dict | None:
-    "What a snapshot of `col` must say to stand in for it now: collection id and name, row count, write sequence."
-    st = _chroma_state(path, str(col.id))
-    return None if st is None else {'collection': str(col.id), 'name': col.name, 'rows': st[1], 'seq': st[0]}
+def _stamp(path: Path, cid: str, name: str) -> dict | None:
+    "What a snapshot of collection `name` (id `cid`) must say to stand in for it now: id, name, row count, write sequence."
+    st = _chroma_state(path, cid)
+    return None if st is None else {'collection': cid, 'name': name, 'rows': st[1], 'seq': st[0]}
 
 def _fsync_dir(d: Path):
     try:
@@ -711,10 +713,9 @@ def _current(m) -> bool: return m.on_disk and (m.lex is None or m.lex_on_disk)
 def _save_one(client, shared: _Shared, key: str, m) -> bool:
     "Write the snapshot of mirror `m` (of collection `key`, no pending touches, its waiting writes settled); False if it cannot stand for Chroma."
     if isinstance(client, _Client) and not client.made:          # (Chroma not opened: its SQLite names the collection)
-        seen = (_peek(shared.path, [m.name]) or {}).get(m.name)
-        col = None if seen is None else _StoredCol(seen[0], m.name, seen[1], None)
-    else: col = client.get_collection(m.name, embedding_function=_jef())
-    stamp = _stamp(shared.path, col) if col is not None and str(col.id) == key else None
+        cid = ((_peek(shared.path, [m.name]) or {}).get(m.name) or (None,))[0]
+    else: cid = str(client.get_collection(m.name, embedding_function=_jef()).id)
+    stamp = _stamp(shared.path, key, m.name) if cid == key else None
     if stamp is None: return False
     if stamp['rows'] != len(m):
         _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); return False
@@ -775,7 +776,7 @@ def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
     try:
         if self.path is not None:
             try:
-                stamp = _stamp(self.path, c.col)
+                stamp = _stamp(self.path, key, c.col.name)
                 if stamp is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
                 if not self._exact(stamp['rows']) and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
                 return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
