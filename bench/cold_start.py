@@ -15,6 +15,9 @@ under `--workdir` (kept, so a rerun skips the fill). Then fresh Python processes
   vector precomputed), as the
   store finds it on disk: `rebuild` with the mirror snapshot removed, `snapshot` with the one the previous
   process wrote at close (see nbs/04_mirror.ipynb); `chromadb` says whether the store had opened Chroma by then;
+- `warm-up`: from the end of that first observe until Chroma is open in the thread its touch started, while the
+  main thread runs `observe` back to back; those observes' wall p50 (`during`) against 50 once it is open (`after`):
+  the import holds Python's interpreter lock (0 and nothing during when the first observe opened Chroma itself);
 - `close`, which writes the deferred touches (opening Chroma if the first observe did not need it).
 
 `--profile` runs the rebuild (and the snapshot start) under cProfile and prints the top functions by cumulative time.
@@ -62,6 +65,21 @@ out['chromadb'] = getattr(store._client, 'made', True)      # Chroma opened by t
 if prof:
     pr.disable()
     import pstats; pstats.Stats(pr, stream=sys.stderr).sort_stats('cumulative').print_stats(int(prof))
+# observe back to back while Chroma opens in its thread (started by the first observe's touch), then 50 more
+qs = ['What did Melanie paint recently?', 'Where did Caroline move from?', 'When is Jon opening his studio?',
+      'What does Gina sell online?', 'How many kids does Melanie have?']
+qv = [emb.embed_one(x, query=True) for x in qs]
+def timed(i):
+    c = time.perf_counter()
+    svc.observe(MemoryScope('perf-user', 'main', 's-cold'), [{'role': 'user', 'content': qs[i % 5]}], query_embedding=qv[i % 5])
+    return time.perf_counter() - c
+warming = getattr(store._client, '_warming', None)
+during = []
+while warming is not None and warming.is_alive(): during.append(timed(len(during)))
+out['warm'] = time.perf_counter() - t - out['open_observe']        # from the first observe's end until Chroma was open
+after = sorted(timed(i) for i in range(50))
+out['during_n'], out['during_p50'] = len(during), sorted(during)[len(during) // 2] if during else 0.0
+out['after_p50'] = after[25]
 t = time.perf_counter(); svc.close(); out['close'] = time.perf_counter() - t
 print(json.dumps(out))
 '''
@@ -134,9 +152,11 @@ def main():
         if case == 'snapshot' and not snap.exists(): rows[case]['note'] = 'no snapshot directory was written'
     shutil.rmtree(work, ignore_errors=True)
     print(f"{args.items} items, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; seconds, min of {args.repeat} fresh processes")
-    print(f"{'case':>9} {'import':>7} {'chroma':>7} {'USE load':>9} {'Kiwi load':>10} {'open':>6} {'open+1st observe':>17} {'chromadb':>9} {'close':>6}")
+    print(f"{'case':>9} {'import':>7} {'chroma':>7} {'USE load':>9} {'Kiwi load':>10} {'open':>6} {'open+1st observe':>17} {'chromadb':>9}"
+          f" {'warm-up':>8} {'observes during':>16} {'p50 ms':>7} {'after':>6} {'close':>6}")
     for case, r in rows.items():
-        print(f"{case:>9} {r['import']:>7.2f} {r['import_chroma']:>7.2f} {r['use_load']:>9.2f} {r['kiwi_load']:>10.2f} {r['open']:>6.2f} {r['open_observe']:>17.2f} {('yes' if r.get('chromadb') else 'no'):>9} {r['close']:>6.2f}"
+        print(f"{case:>9} {r['import']:>7.2f} {r['import_chroma']:>7.2f} {r['use_load']:>9.2f} {r['kiwi_load']:>10.2f} {r['open']:>6.2f} {r['open_observe']:>17.2f} {('yes' if r.get('chromadb') else 'no'):>9}"
+              f" {r['warm']:>8.2f} {r['during_n']:>16} {r['during_p50'] * 1000:>7.1f} {r['after_p50'] * 1000:>6.1f} {r['close']:>6.2f}"
               + (f"  ({r['note']})" if 'note' in r else ''))
     print(json.dumps(rows))
 
