@@ -101,7 +101,7 @@ def kiwi_available() -> bool:
         return False
 
 def get_kiwi():
-    "The shared `kiwipiepy.Kiwi` analyser, loaded on first use (about 2 s). Raises ImportError if not installed."
+    "The shared `kiwipiepy.Kiwi` analyser (without the multi-word dictionary), loaded on first use (about 2 s). Raises ImportError if not installed."
     global _KIWI
     if _KIWI is None:
         with _KIWI_LOCK:
@@ -111,7 +111,7 @@ def get_kiwi():
                     raise ImportError("kiwipiepy is not installed: `pip install 'kiwipiepy>=0.24,<0.25'`, "
                                       "or use analyser='list'") from e
                 t = time.perf_counter()
-                _KIWI = Kiwi()
+                _KIWI = Kiwi(load_multi_dict=False)
                 LOAD_SECONDS['kiwi'] = time.perf_counter() - t
     return _KIWI
 
