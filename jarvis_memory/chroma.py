@@ -103,7 +103,7 @@ class _Shared:
         self.journal: _Journal | None = None   # writes waiting outside blocks, on disk until Chroma has them
 
 _REGISTRY: dict[str, _Shared] = {}
-_REGISTRY_LOCK = threading.Lock()
+_REGISTRY_LOCK = threading.RLock()     # re-entrant: a store's finalizer can run inside `_acquire` (see the test below)
 
 def _lock_holder(pid_file: Path) -> str:
     try: return pid_file.read_text().strip()
