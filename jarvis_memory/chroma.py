@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, sys, threading, time, weakref
+import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, sys, threading, time, weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -391,23 +391,50 @@ def _backend_failure(e: BaseException) -> bool:
     errs, hx = sys.modules.get('chromadb.errors'), sys.modules.get('httpx')
     return (errs is not None and isinstance(e, errs.ChromaError)) or (hx is not None and isinstance(e, hx.HTTPError))
 
+_OPS = threading.local()     # `n`: how deep this thread is inside store operations (see "Finalizers wait" below)
+_LATE: list = []             # (client, shared) of stores finalized inside an operation: closed when it ends
+
+@contextlib.contextmanager
+def _operation():
+    "A store operation on this thread: a store finalized meanwhile is closed when the outermost one ends."
+    n = _OPS.n = getattr(_OPS, 'n', 0) + 1
+    try: yield
+    finally:
+        _OPS.n = n - 1
+        if n == 1 and _LATE: _close_late()
+
 def _guarded(f):
-    "Turn Chroma and connection failures inside a store method into a `StoreUnavailable` naming the location."
+    "Turn Chroma and connection failures inside a store method into a `StoreUnavailable` naming the location (and make it an `_operation`)."
     @functools.wraps(f)
     def _f(self, *args, **kw):
         if self._closed: raise StoreError(f"store {self.location} is closed")
-        for attempt in range(3):
-            try: return f(self, *args, **kw)
-            except (MemoryInputError, MemoryUnavailable): raise
-            except Exception as e:
-                if not _backend_failure(e): raise
-                if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
-                raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
+        with _operation():
+            for attempt in range(3):
+                try: return f(self, *args, **kw)
+                except (MemoryInputError, MemoryUnavailable): raise
+                except Exception as e:
+                    if not _backend_failure(e): raise
+                    if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
+                    raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
     return _f
 
 def _chroma_settings(): return _chromadb().config.Settings(anonymized_telemetry=False)
 
 def _close_client(client, shared):
+    "What `close` and a store's finalizer run; inside a store operation on this thread it waits for the operation's end."
+    if getattr(_OPS, 'n', 0): _LATE.append((client, shared)); return
+    _close_now(client, shared)
+
+def _close_late():
+    "Close the stores whose finalizers ran inside an operation (at its end; at exit, any left)."
+    while True:
+        try: client, shared = _LATE.pop()
+        except IndexError: return
+        _close_now(client, shared)
+
+atexit.register(_close_late)
+
+def _close_now(client, shared):
     journaled = 0
     try: _flush_all(client, shared)               # deferred `touch`es (see the mirror); defined below
     except Exception as e:
@@ -547,8 +574,9 @@ class ChromaStore:
         if mirror is not None and not isinstance(mirror, bool): raise StoreError(f"mirror must be True, False or None, got {mirror!r}")
         if mirror and url is not None: raise StoreError(f"mirror=True needs an embedded store; at {url} other clients may write")
         self._use_mirror, self._fast_search, self.fallbacks = url is None if mirror is None else mirror, True, 0
-        if url is not None: self._open_server(url)
-        else: self._open_embedded(Path(path if path is not None else settings.path).expanduser())
+        with _operation():
+            if url is not None: self._open_server(url)
+            else: self._open_embedded(Path(path if path is not None else settings.path).expanduser())
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_client, self._client, self._shared)
 
