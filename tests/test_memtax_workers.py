@@ -6,7 +6,8 @@ offline embedder (USE) and the committed extraction answers; each worker is a fr
 import io
 from pathlib import Path
 
-from jarvis_memory.memtax import run_memtax, _workers, _fresh
+from jarvis_memory.memtax import run_memtax, _workers, _fresh, _job_cost
+from jarvis_memory.benchmarks import load_benchmark
 from jarvis_memory.arms import ARMS, MemtaxError, arm
 
 import pytest
@@ -55,6 +56,17 @@ def test_workers_rule():
     assert 1 <= _workers(0, 10, None, None, []) <= 4                 # 0: one per CPU, at most 4
     for bad in (-1, 1.5, True, '2'):
         with pytest.raises(MemtaxError, match='workers'): _workers(bad, 10, None, None, [])
+
+
+def test_job_cost():
+    "The pool takes conversations longest first: a job's cost counts its lines and its questions once per memory arm."
+    bench, _ = load_benchmark(str(DATA))
+    jobs = [(c, bench.questions_for(c.id)) for c in bench.conversations]
+    for conv, qs in jobs:
+        assert _job_cost((conv, qs), ['raw', 'turns']) == len(conv.turns) + 2 * len(qs)
+        assert _job_cost((conv, qs), ['turns+src']) == len(conv.turns) + len(qs)
+    costs = sorted(_job_cost(j, ['turns+src']) for j in jobs)
+    assert costs[0] < costs[-1]                                       # the benchmark's jobs differ: the order matters
 
 
 def test_only_package_arms_go_to_workers():
