@@ -29,10 +29,14 @@ def _check_str(value, what: str) -> str:
     return value
 
 _BAD_CHARS = re.compile('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\ud800-\udfff]')
+_INVISIBLE = re.compile('[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200e\u200f\u202a-\u202e\u2061-\u2064'
+                        '\u2066-\u206f\u3164\uffa0]')     # format characters and fillers that show nothing: deleted
+_LINE_SEPS = re.compile('[\u2028\u2029]')
 
 def clean_text(text: str) -> str:
-    "`text` with control, zero-width and unpaired-surrogate characters turned into spaces, NFC-normalised."
+    "`text` with control, zero-width and unpaired-surrogate characters turned into spaces, invisible ones deleted, U+2028/U+2029 into newlines, NFC-normalised."
     text = _BAD_CHARS.sub(' ', _check_str(text, 'text'))
+    if not text.isascii(): text = _LINE_SEPS.sub('\n', _INVISIBLE.sub('', text))
     return text if unicodedata.is_normalized('NFC', text) else unicodedata.normalize('NFC', text)
 
 def folded(text: str) -> str:
