@@ -29,6 +29,7 @@ _OPENERS = frozenset(c for c in _OPEN + _COMPAT if any(o in unicodedata.normaliz
 _re_opener = re.compile('[' + re.escape(''.join(sorted(_OPENERS))) + ']')
 _re_label = re.compile(r'^\[[^\[\]]{1,80}\]$')
 _HEAD_KEYS = tuple(h.casefold() for h in HEADERS)
+_re_break = re.compile('(\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])')   # every line break `str.splitlines` knows
 
 def _plain(line: str) -> str:
     "The line as matched: format characters removed, NFKC (full-width brackets become ASCII), other brackets as `[ ]`, stripped."
@@ -49,4 +50,6 @@ def neutralise_headers(text: str) -> str:
     "`text` with every line that looks like a block header defused: its brackets become parentheses."
     if not isinstance(text, str): raise TypeError(f"neutralise_headers takes a string, got {type(text).__name__}")
     if not _re_opener.search(text): return text     # the common case: no bracket, no header
-    return '\n'.join(ln.translate(_NEUTRAL) if looks_like_header(ln) else ln for ln in text.split('\n'))
+    parts = _re_break.split(text)                   # lines, and between them the breaks as they were
+    parts[::2] = [ln.translate(_NEUTRAL) if looks_like_header(ln) else ln for ln in parts[::2]]
+    return ''.join(parts)
