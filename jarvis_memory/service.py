@@ -144,7 +144,10 @@ def reinforce(self: MemoryService, scope: MemoryScope, observation: Observation 
     "Count a rehearsal, in the session's working memory, for each shown item the answer used (S-6.6); returns their ids."
     scope = session_scope(scope)
     if not isinstance(answer, str): raise ItemError(f"answer must be a string, got {type(answer).__name__}")
-    shown = observation.shown if isinstance(observation, Observation) else list(observation)
+    shown = observation.shown if isinstance(observation, Observation) else (
+        list(observation) if isinstance(observation, Iterable) and not isinstance(observation, (str, bytes, dict)) else None)
+    if shown is None or not all(isinstance(it, MemoryItem) for it in shown):
+        raise ItemError(f"observation must be an Observation or a list of MemoryItems, got {type(observation).__name__}: {observation!r:.60}")
     wm = self.working.get(scope)
     used = list(dict.fromkeys(it.id for it in shown if used_in_answer(it.content, answer, self.settings.used_overlap)))
     for i in used: wm.rehearse(i)
@@ -312,22 +315,26 @@ MemoryService._rewrite_refs = _rewrite_refs
 # %% ../nbs/20_service.ipynb #0667a2ce
 def _as_time(v, what: str, end: bool) -> float | None:
     if v is None: return None
+    given = v
     if isinstance(v, bool): raise ItemError(f"{what} must be a date, datetime, ISO string or Unix seconds, got {v!r}")
     if isinstance(v, (int, float)): return float(v)
     if isinstance(v, str):
         try: v = _dt.date.fromisoformat(v) if len(v.strip()) == 10 else _dt.datetime.fromisoformat(v)
         except ValueError: raise ItemError(f"{what} is not an ISO date or datetime: {v!r}") from None
-    if isinstance(v, _dt.datetime):
-        return (v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)).timestamp()
-    if isinstance(v, _dt.date):
-        d = _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
-        return (d + _dt.timedelta(days=1)).timestamp() - 1e-3 if end else d.timestamp()
+    try:
+        if isinstance(v, _dt.datetime):
+            return (v if v.tzinfo else v.replace(tzinfo=_dt.timezone.utc)).timestamp()
+        if isinstance(v, _dt.date):
+            d = _dt.datetime(v.year, v.month, v.day, tzinfo=_dt.timezone.utc)
+            return (d + _dt.timedelta(days=1)).timestamp() - 1e-3 if end else d.timestamp()
+    except (OverflowError, ValueError, OSError): raise ItemError(f"{what} is out of range: {given!r}") from None   # 9999-12-31's next day
     raise ItemError(f"{what} must be a date, datetime, ISO string or Unix seconds, got {type(v).__name__}")
 
 def recall_episodes(self: MemoryService, scope: MemoryScope, query: str | None = None, *, task_type: str | None = None,
                     outcome: str | None = None, since=None, until=None, limit: int = 10) -> list[MemoryItem]:
     "The agent's turn episodes matching the conditions, dates inclusive, within its read policy (S-10.1)."
     if outcome is not None and outcome not in ('success', 'failure'): raise ItemError(f"outcome must be 'success' or 'failure', got {outcome!r}")
+    if query is not None and not isinstance(query, str): raise ItemError(f"query must be a string or None, got {type(query).__name__}: {query!r:.60}")
     meta = {k: v for k, v in (('task_type', task_type), ('outcome', outcome)) if v is not None}
     flt = Filter(sources=('turn',), metadata=meta or None, since=_as_time(since, 'since', False), until=_as_time(until, 'until', True))
     if query and query.strip() and self.store.embedder is not None:
