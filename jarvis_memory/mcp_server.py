@@ -96,8 +96,8 @@ def search_episodes(self: MemoryTools, query: str | None = None, task_type: str 
         items = self.service.recall_episodes(self.scope, query, task_type=task_type, outcome=outcome,
                                              since=since, until=until, limit=limit)
     if not items: return '(no episodes found)'
-    return '\n'.join(f"{item_line(it)}  [session {it.session_id}, {it.metadata.get('task_type', '?')}, "
-                     f"{it.metadata.get('outcome', '?')}]" for it in items)
+    tag = lambda it, k: ' '.join(str(it.metadata.get(k, '?')).split())   # stored metadata on one line: it opens no line of its own
+    return '\n'.join(f"{item_line(it)}  [session {it.session_id}, {tag(it, 'task_type')}, {tag(it, 'outcome')}]" for it in items)
 
 def forget_session(self: MemoryTools, session_id: str | None = None) -> str:
     "Delete one session's turns, pieces and thought logs of this user and agent (S-4.7); the current one by default."
