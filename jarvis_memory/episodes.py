@@ -218,7 +218,7 @@ def _items(rec: TurnRecord, settings: Settings) -> list[MemoryItem]:
     turn = MemoryItem.new(rec.scope, 'turn', f"U: {u}\nA: {a}", id=turn_id(rec.scope, rec.number),
                           metadata=dict(meta, **ctx, utterance_chars=len(u), answer_chars=len(rec.answer), pieces=len(spans)), **kw)
     return [turn] + [MemoryItem.new(rec.scope, 'turn_part', h + rec.answer[s:e], id=piece_id(rec.scope, rec.number, k),
-                                    metadata=dict(meta, piece=k, no_consolidate=True), **kw)
+                                    metadata=dict(meta, piece=k, head_chars=len(h), no_consolidate=True), **kw)
                      for k, (h, s, e) in enumerate(spans, start=1)]
 
 def turn_item(rec: TurnRecord, settings: Settings) -> MemoryItem:

@@ -92,7 +92,8 @@ def said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
         q, u, a = turn_shown(item)
         return [(w, t) for w, t in ((other, q), (sp, u), (other, a)) if t] or [('', c)]
     if item.source == 'turn_part' and c.startswith('U: '):
-        g = _PIECE.search(c)
+        n = m.get('head_chars')                # the label closes the head: not a '답(2):' the user typed before it
+        g = next(reversed(list(_PIECE.finditer(c, 0, n))), None) if isinstance(n, int) and 0 < n <= len(c) else _PIECE.search(c)
         if g is None: return [(sp, c[3:])]
         return [(sp, c[3:g.start()]), (f"{other} ({g.group(1)})", c[g.end():].removeprefix(' '))]
     return [(m['speaker'], c)] if m.get('speaker') else [('', c)]       # a line stored as it was said
