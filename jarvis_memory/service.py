@@ -17,7 +17,7 @@ from .window import check_history, split_turns, window, window_turn_numbers, ans
 from .episodes import window_episode_ids
 from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted, is_contentless, asks_or_requests
 from .core import MemoryCore, session_scope, previous_exchange
-from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER
+from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER, said
 from .consolidation import Consolidation
 from .patterns import Patterns
 import hashlib, json, os, shutil
@@ -29,7 +29,7 @@ from .render import neutralise_headers
 # %% auto #0
 __all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'SESSION_KEEPS', 'USER_MODEL_DIR', 'Observation', 'MemoryService',
            'stored_window_ids', 'leaves_initiative', 'history_query', 'observe', 'reinforce', 'forget_session',
-           'user_model_dir', 'user_model_files', 'Forgotten', 'forget', 'forget_user', 'recall_episodes']
+           'user_model_dir', 'user_model_files', 'Forgotten', 'words_held', 'forget', 'forget_user', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -267,6 +267,16 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
 MemoryService._forget_derived = _forget_derived
 
 # %% ../nbs/20_service.ipynb #5f0a1b04
+def words_held(item: MemoryItem) -> str:
+    "The words a memory holds, without the labels it is stored under (`U:`/`A:`, a piece's `답(2):`, a pattern's `Steps:`): what `forget` matches."
+    if item.source == 'turn': return '\n'.join(turn_text(item))
+    if item.source == 'turn_part': return '\n'.join(t for _, t in said(item, 'en'))
+    m = item.metadata
+    if item.source in ('task_pattern', 'procedure') and isinstance(m.get('name'), str):
+        parts = [m.get('name'), m.get('when'), *(m.get('steps') or []), m.get('lesson'), *(m.get('keywords') or [])]
+        return '\n'.join(p for p in parts if isinstance(p, str))
+    return item.content
+
 def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, ids=None, *, scrub: bool = True) -> Forgotten:
     "Forget the memories `scope` may read that contain `query` (case-insensitive) or have `ids`, and everything built from them."
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
@@ -276,7 +286,7 @@ def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, id
         q = ' '.join(clean_text(query, 'forget query').split())
         if len(q) < 2: raise ItemError(f"forget query must have at least 2 characters, got {query!r}")
         every = self.store.list(scope, filter=Filter(include_superseded=True), order_by=None)   # rare: a scan, case-folded
-        gone = [it for it in every if q.casefold() in ' '.join(it.content.split()).casefold()]
+        gone = [it for it in every if q.casefold() in ' '.join(words_held(it).split()).casefold()]
     else:
         gone = self.store.get(scope, ids)
     res = Forgotten(removed=gone)
