@@ -98,7 +98,14 @@ def said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
         return [(sp, c[3:g.start()]), (f"{other} ({g.group(1)})", c[g.end():].removeprefix(' '))]
     return [(m['speaker'], c)] if m.get('speaker') else [('', c)]       # a line stored as it was said
 
-def _joined(lines) -> str: return '\n'.join(f"{w}: {t}" if w else t for w, t in lines)
+_re_speakerlike = re.compile(r'\n(?=[ \t]*[^\s:][^:\n]{0,40}:)')    # a later line that opens as `_joined` opens a speaker's line
+
+def _joined(lines) -> str:
+    "The (who, text) lines, each as `who: text`; a later line of a text that would read as another speaker's (`Assistant: ...`"
+    "typed by the user) carries its own speaker's name too, so no one's words pass for another's."
+    return '\n'.join(f"{w}: {_own_lines(w, t)}" if w else t for w, t in lines)
+
+def _own_lines(who: str, text: str) -> str: return _re_speakerlike.sub(lambda _: f"\n{who}: ", text) if '\n' in text else text
 
 def says(item: MemoryItem, lang: str) -> str:
     "What a memory says, undated: a fact as `topic: value` (`[about]` in front), an episode with who spoke each line (`said`)."
