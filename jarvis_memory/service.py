@@ -19,7 +19,7 @@ from .language import query_terms, recall_terms, recall_query, used_in_answer, p
 from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER, said
 from .consolidation import Consolidation
-from .patterns import Patterns
+from .patterns import Patterns, _PATTERN_SOURCES
 import hashlib, json, os, shutil
 from dataclasses import replace
 from pathlib import Path
@@ -144,8 +144,7 @@ def reinforce(self: MemoryService, scope: MemoryScope, observation: Observation 
     "Count a rehearsal, in the session's working memory, for each shown item the answer used (S-6.6); returns their ids."
     scope = session_scope(scope)
     if not isinstance(answer, str): raise ItemError(f"answer must be a string, got {type(answer).__name__}")
-    shown = observation.shown if isinstance(observation, Observation) else (
-        list(observation) if isinstance(observation, Iterable) and not isinstance(observation, (str, bytes, dict)) else None)
+    shown = observation.shown if isinstance(observation, Observation) else list(observation) if isinstance(observation, Iterable) else None
     if shown is None or not all(isinstance(it, MemoryItem) for it in shown):
         raise ItemError(f"observation must be an Observation or a list of MemoryItems, got {type(observation).__name__}: {observation!r:.60}")
     wm = self.working.get(scope)
@@ -272,7 +271,7 @@ def words_held(item: MemoryItem) -> str:
     if item.source == 'turn': return '\n'.join(turn_text(item))
     if item.source == 'turn_part': return '\n'.join(t for _, t in said(item, 'en'))
     m = item.metadata
-    if item.source in ('task_pattern', 'procedure') and isinstance(m.get('name'), str):
+    if item.source in _PATTERN_SOURCES and isinstance(m.get('name'), str):
         parts = [m.get('name'), m.get('when'), *(m.get('steps') or []), m.get('lesson'), *(m.get('keywords') or [])]
         return '\n'.join(p for p in parts if isinstance(p, str))
     return item.content
