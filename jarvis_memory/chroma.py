@@ -7,7 +7,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
 import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, sys, threading, time, weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,7 @@ class _Shared:
         self.waits = threading.RLock()     # every _Deferred of this location and the journal: one lock
         self.behind = 0                    # settings.write_behind of the store that opened the journal (0: none)
         self.journal: _Journal | None = None   # writes waiting outside blocks, on disk until Chroma has them
+        self.fill = None                   # _Filler: rows written by `put(later=...)` get their vectors there
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.RLock()     # re-entrant: a store's finalizer can run inside `_acquire` (see the test below)
@@ -146,6 +147,7 @@ def _release(sh: _Shared):
 _SNAP_DIR = 'jarvis_mirror'                    # the mirrors' snapshots and the journal, beside Chroma's files
 
 def _journal_file(path: Path) -> Path: return path / _SNAP_DIR / 'writes.jsonl'
+def _vectors_file(path: Path) -> Path: return path / _SNAP_DIR / 'vectors.jsonl'   # rows whose vectors are still to come
 
 def _plain(o):
     if isinstance(o, np.generic): return o.item()
@@ -383,6 +385,7 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
     return u.hostname, port, u.scheme == 'https'
 
 _READS = frozenset({'get', 'list', 'keyword', 'count', 'search', 'cosines'})
+_WAITS = _READS | {'lexical', 'lexical_scores', 'speakers'}   # reads that first wait for vectors still to come
 _RACY = 'Error finding id'          # a `chroma run` server reading a row another client deletes at that moment
 
 def _backend_failure(e: BaseException) -> bool:
@@ -392,6 +395,7 @@ def _backend_failure(e: BaseException) -> bool:
     return (errs is not None and isinstance(e, errs.ChromaError)) or (hx is not None and isinstance(e, hx.HTTPError))
 
 _OPS = threading.local()     # `n`: how deep this thread is inside store operations (see "Finalizers wait" below)
+_FILLING = threading.local()  # `on` on the thread that writes vectors after `put(later=...)`: its calls never wait for it
 _LATE: list = []             # (client, shared) of stores finalized inside an operation: closed when it ends
 
 @contextlib.contextmanager
@@ -408,14 +412,22 @@ def _guarded(f):
     @functools.wraps(f)
     def _f(self, *args, **kw):
         if self._closed: raise StoreError(f"store {self.location} is closed")
-        with _operation():
-            for attempt in range(3):
-                try: return f(self, *args, **kw)
-                except (MemoryInputError, MemoryUnavailable): raise
-                except Exception as e:
-                    if not _backend_failure(e): raise
-                    if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
-                    raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
+        agent = not getattr(_OPS, 'n', 0) and not getattr(_FILLING, 'on', False)   # an agent's call, not a nested one
+        fl = self._shared.fill                    # vectors still to come (see `put(later=...)`)
+        if fl is not None and agent:
+            if fl.busy and f.__name__ in _WAITS: fl.wait()              # reads wait for them
+            fl.touched = math.inf                 # and the filler waits for the agent's call to end
+        try:
+            with _operation():
+                for attempt in range(3):
+                    try: return f(self, *args, **kw)
+                    except (MemoryInputError, MemoryUnavailable): raise
+                    except Exception as e:
+                        if not _backend_failure(e): raise
+                        if f.__name__ in _READS and _RACY in str(e) and attempt < 2: continue     # a read: ask again (issue 14)
+                        raise StoreUnavailable(f"Chroma at {self.location} failed in {f.__name__}: {type(e).__name__}: {e}") from e
+        finally:
+            if agent and (fl := self._shared.fill) is not None: fl.touched = time.monotonic()
     return _f
 
 def _chroma_settings(): return _chromadb().config.Settings(anonymized_telemetry=False)
@@ -435,6 +447,7 @@ def _close_late():
 atexit.register(_close_late)
 
 def _close_now(client, shared):
+    if shared.fill is not None: shared.fill.wait()   # vectors still to come are written first
     journaled = 0
     try: _flush_all(client, shared)               # deferred `touch`es (see the mirror); defined below
     except Exception as e:
@@ -579,6 +592,8 @@ class ChromaStore:
             else: self._open_embedded(Path(path if path is not None else settings.path).expanduser())
         self._closed = False
         self._finalizer = weakref.finalize(self, _close_client, self._client, self._shared)
+        if self.path is not None and self.embedder is not None and self._shared.fill is None and _vectors_file(self.path).exists():
+            self._resume_vectors()                        # a killed process's rows still without vectors (see `put(later=...)`)
 
     def _open_embedded(self, p: Path):
         if p.exists() and not p.is_dir(): raise StoreError(f"store path {p} is a file, not a directory")
@@ -614,6 +629,7 @@ class ChromaStore:
     def close(self):
         "Release the Chroma client and (embedded) the path lock. Idempotent."
         if self._closed: return
+        if self._shared.fill is not None: self._shared.fill.wait()   # its vectors still to come are written first
         self._closed = True
         self._finalizer()
 
@@ -874,11 +890,27 @@ def _placeholder(dim: int) -> np.ndarray:
     v = np.zeros(dim, dtype=np.float32); v[0] = 1.0       # unit vector: cosine space cannot take zeros
     return v
 
+def _check_later(later, items: list[MemoryItem]) -> frozenset:
+    "The ids `put(later=...)` names: ids of the batch's items."
+    if isinstance(later, (str, bytes)) or not isinstance(later, (list, tuple, set, frozenset)):
+        raise StoreError(f"later must be a list of item ids, got {type(later).__name__}: {later!r}")
+    ids = {it.id for it in items}
+    bad = [i for i in later if not isinstance(i, str) or i not in ids]
+    if bad: raise StoreError(f"later names items of the batch by id; {bad[0]!r} is not one of them")
+    return frozenset(later)
+
+def _filler(shared: _Shared) -> '_Filler':
+    with shared.write:
+        if shared.fill is None: shared.fill = _Filler(shared)
+        return shared.fill
+
 @patch
 @_guarded
-def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
-    "Upsert `items` by id, replacing content, vector and the whole metadata; returns their ids. A bad batch writes nothing."
+def put(self: ChromaStore, items: list[MemoryItem], *, later=()) -> list[str]:
+    """Upsert `items` by id, replacing content, vector and the whole metadata; returns their ids. A bad batch writes nothing.
+    Items named in `later` (ids) may get their vectors after `put` returns (see "Vectors that come later")."""
     items = _check_items(items)
+    later = _check_later(later, items) if self.path is not None else frozenset()   # (a server's other clients would not wait)
     groups: dict[str, list[MemoryItem]] = {}
     for it in items: groups.setdefault(it.user_id, []).append(it)
     with self._shared.write:
@@ -909,19 +941,21 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
         for user, its, c, space, embed_ok, vecs, old in plans:  # 2. embed (failure -> placeholders, nothing lost)
             todo = [i for i, v in enumerate(vecs) if v is None]
             has = [v is not None for v in vecs]
-            if todo and embed_ok:
+            at_once = [i for i in todo if its[i].id not in later]
+            if at_once and embed_ok:
                 try:
-                    got = self.embedder.embed([its[i].content for i in todo], query=False)
-                    for i, v in zip(todo, got): vecs[i], has[i] = v, True
+                    got = self.embedder.embed([its[i].content for i in at_once], query=False)
+                    for i, v in zip(at_once, got): vecs[i], has[i] = v, True
                 except EmbeddingError as e:
                     _log.warning("embedding %d items of user %r failed (%s); stored without vectors, run reembed later", len(todo), user, e)
-            keep = [i for i in todo if not has[i] and old.get(its[i].id, {}).get('has_vector')]
-            if keep:                                           # unchanged content keeps its existing vector
+            keep = [i for i in at_once if not has[i] and old.get(its[i].id, {}).get('has_vector')]
+            if keep:                                           # unchanged content keeps its existing vector (`later`: made again)
                 r = c.col.get(ids=[its[i].id for i in keep], include=['documents', 'embeddings'])
                 prev = {pid: (d, r['embeddings'][j]) for j, (pid, d) in enumerate(zip(r['ids'], r['documents']))}
                 for i in keep:
                     d, e = prev.get(its[i].id, (None, None))
                     if d == its[i].content and e is not None: vecs[i], has[i] = np.asarray(e, dtype=np.float32), True
+            queued = [its[i].id for i in todo if not has[i] and its[i].id in later] if embed_ok else []
             vecs = [v if v is not None else _placeholder(space[1]) for v in vecs]
             metas = []
             for it, h in zip(its, has):
@@ -929,10 +963,11 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
                 for k in old.get(it.id, {}):
                     if k not in m: m[k] = None                  # Chroma deletes keys set to None: no stale keys survive
                 metas.append(m)
-            writes.append((user, its, c, vecs, metas))
+            writes.append((user, its, c, vecs, metas, queued))
         bs = max(1, self._client.get_max_batch_size())
-        for user, its, c, vecs, metas in writes:               # 3. write
+        for user, its, c, vecs, metas, queued in writes:       # 3. write
             c = c or self._col(user, create=True)
+            if queued: _filler(self._shared).note(user, queued)   # on disk before the rows: found again if the process is killed
             mir = self._mirror(c, write=True)
             _unsnap(self._shared, str(c.col.id))           # before the first write: a crash must not leave a current-looking snapshot
             if mir is not None and mir.flush_due():
@@ -955,6 +990,7 @@ def put(self: ChromaStore, items: list[MemoryItem]) -> list[str]:
             keys = self._shared.sort_keys.setdefault(key, {}) if mir is None else self._shared.sort_keys.get(key)
             now = time.monotonic()
             for it in its if keys is not None else (): keys[it.id] = (float(it.created_at), float(it.importance), now)
+            if queued: self._shared.fill.add(self, user, queued)   # their vectors: on the filler's thread, after we return
     return [it.id for it in items]
 
 # %% ../nbs/05_chroma.ipynb #e5ade50c
@@ -1514,6 +1550,124 @@ def reembed(self: ChromaStore, scope: MemoryScope, *, batch: int = 256) -> int:
             self._update(c, {r['ids'][j]: {'has_vector': True} for j in ok}, {r['ids'][j]: v for j, v in zip(ok, vecs)})
             n += len(ok)
         return n
+
+# %% ../nbs/05_chroma.ipynb #6f352bf2
+_QUIET = 0.05                       # seconds without a store call before the filler starts (it yields to the agent)
+_QUEUE = 32                         # writes queued that start it anyway: a read then waits for at most these
+
+class _Filler:
+    "The rows of one location written by `put(later=...)`: their vectors are made on a background thread, in write order."
+    def __init__(self, shared: _Shared):
+        self.shared, self.cond = shared, threading.Condition()
+        self.jobs: deque = deque()      # (store, user, ids)
+        self.busy = 0                   # jobs queued or running
+        self.noted = 0                  # ids noted on disk whose job is not queued yet (the file stays meanwhile)
+        self.running, self.f = False, None
+        self.urgent = False             # a read (or close) waits: no quiet to wait for
+        self.touched = time.monotonic() # when the agent's last store call here ended (inf: one runs)
+
+    def note(self, user: str, ids: list):
+        "Before the rows are written: their ids on disk (embedded stores), for the next open if this process is killed."
+        if self.shared.path is None: return
+        with self.cond:
+            if self.f is None:
+                p = _vectors_file(self.shared.path); p.parent.mkdir(parents=True, exist_ok=True)
+                self.f = open(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 'a', encoding='utf-8')
+            self.f.write(json.dumps({'user': user, 'ids': list(ids)}, ensure_ascii=False) + '\n'); self.f.flush()
+            self.noted += 1
+
+    def add(self, store, user: str, ids: list, noted: bool = True):
+        "Queue the rows `ids` of `user`, written by `store` (`noted`: after a `note`)."
+        with self.cond:
+            self.jobs.append((store, user, list(ids))); self.busy += 1
+            if noted and self.shared.path is not None: self.noted -= 1
+            if not self.running:
+                self.running = True
+                threading.Thread(target=self._run, name='jarvis-memory-vectors', daemon=True).start()
+
+    def _run(self):
+        _FILLING.on = True
+        while True:
+            with self.cond:
+                while True:                     # wait for a quiet moment, a waiting read, or a long queue
+                    if not self.jobs: self.running = False; return
+                    rest = _QUIET - (time.monotonic() - self.touched)
+                    if self.urgent or rest <= 0 or len(self.jobs) >= _QUEUE: break
+                    self.cond.wait(min(rest, _QUIET))
+                batch = list(self.jobs); self.jobs.clear()
+            n, groups = len(batch), {}                         # one embedding call per store and user
+            for store, user, ids in batch: groups.setdefault((id(store), user), (store, user, {}))[2].update(dict.fromkeys(ids))
+            for store, user, ids in groups.values():
+                try: store._fill(user, list(ids))
+                except Exception as e:
+                    _log.warning("vectors of %d rows of user %r could not be made (%s: %s); they stay without vectors until reembed",
+                                 len(ids), user, type(e).__name__, e)
+            batch = groups = store = None       # (no store kept alive by a finished job)
+            with self.cond:
+                self.busy -= n
+                if not self.busy:
+                    self.urgent = False
+                    if not self.noted: self._clear()
+                    self.cond.notify_all()
+
+    def _clear(self):
+        if self.f is not None: self.f.close(); self.f = None
+        if self.shared.path is not None:
+            try: _vectors_file(self.shared.path).unlink(missing_ok=True)
+            except OSError as e: _log.warning("could not remove %s: %s", _vectors_file(self.shared.path), e)
+
+    def wait(self):
+        "Until every queued row has its vector (at once on the filler's own thread)."
+        if getattr(_FILLING, 'on', False): return
+        with self.cond:
+            if self.busy: self.urgent = True; self.cond.notify_all()
+            while self.busy: self.cond.wait()
+
+@patch
+def _vectorless(self: ChromaStore, c: _Col, ids: list) -> dict:
+    "{id: text} of the rows among `ids` that have no vector."
+    m = self._mirror(c, write=True)
+    if m is not None:
+        with m.lock:
+            return {i: m.docs[rn] for i in ids if (rn := m.rn.get(i)) is not None and m.metas[rn].get('has_vector') is False}
+    r = c.col.get(ids=list(ids), include=['documents', 'metadatas'])
+    return {i: d for i, d, mt in zip(r['ids'], r['documents'], r['metadatas']) if mt.get('has_vector') is False}
+
+@patch
+@_guarded
+def _fill(self: ChromaStore, user: str, ids: list) -> int:
+    "Embed the rows among `ids` of `user` that still have no vector (outside the write lock); returns how many got one."
+    with self._shared.write:
+        c = self._col(user)
+        if c is None or c.keyword_only or not c.embed_ok: return 0
+        docs = self._vectorless(c, ids)
+    if not docs: return 0
+    vecs = self.embedder.embed(list(docs.values()), query=False)
+    with self._shared.write:
+        c = self._col(user)
+        if c is None: return 0
+        now = self._vectorless(c, list(docs))                     # a rewrite or delete meanwhile wins
+        got = {i: v for i, v in zip(docs, vecs) if now.get(i) == docs[i]}
+        if got: self._update(c, {i: {'has_vector': True} for i in got}, got)
+        return len(got)
+
+@patch
+def _resume_vectors(self: ChromaStore):
+    "At open: queue the rows a killed process wrote without their vectors (from the vectors file)."
+    f, jobs = _vectors_file(self.path), {}
+    try: lines = f.read_text(encoding='utf-8').splitlines()
+    except OSError as e: _log.warning("could not read %s: %s", f, e); return
+    for ln in lines:
+        try: r = json.loads(ln); user, ids = r['user'], r['ids']
+        except (ValueError, KeyError, TypeError): continue       # (a line cut by the kill: its rows were not written)
+        if isinstance(user, str) and isinstance(ids, list): jobs.setdefault(user, {}).update(dict.fromkeys(i for i in ids if isinstance(i, str)))
+    fill = _filler(self._shared)
+    with fill.cond:
+        fill.noted += 1                                          # the file stays until these rows have their vectors
+        for user, ids in jobs.items(): fill.add(self, user, list(ids), noted=False)
+        fill.noted -= 1
+        if not fill.busy: fill._clear()
+    _log.info("%d rows written without vectors by a stopped process get them now", sum(map(len, jobs.values())))
 
 # %% ../nbs/05_chroma.ipynb #7e4c1a92
 @patch

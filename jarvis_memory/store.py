@@ -42,8 +42,8 @@ class MemoryStore(Protocol):
     embedder: Any                # a jarvis_memory Embedder, or None (keyword-only store)
     team: Team                   # the read policies (S-1.5)
 
-    def put(self, items: list[MemoryItem]) -> list[str]:
-        "Upsert `items` by id (natural keys, S-2.4), replacing the whole row; returns their ids. A bad batch writes nothing."
+    def put(self, items: list[MemoryItem], *, later=()) -> list[str]:
+        "Upsert `items` by id (natural keys, S-2.4), replacing the whole row; returns their ids. A bad batch writes nothing. Items named in `later` (ids) may get their vectors after it returns; reads wait for them."
     def get(self, scope: MemoryScope, ids, *, include_embeddings: bool = False) -> list[MemoryItem]:
         "Items among `ids` that `scope` may read, in the order of `ids` (missing or unreadable ones skipped)."
     def list(self, scope: MemoryScope, *, filter: Filter | None = None, order_by: str | None = 'created_at',
