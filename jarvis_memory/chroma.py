@@ -1623,6 +1623,12 @@ class _Filler:
             if self.busy: self.urgent = True; self.cond.notify_all()
             while self.busy: self.cond.wait()
 
+def _after_fork():
+    "In a forked child the parent's filler thread does not exist: its queue stays the parent's (reads must not wait for it)."
+    for sh in list(_REGISTRY.values()): sh.fill = None
+
+os.register_at_fork(after_in_child=_after_fork)
+
 @patch
 def _vectorless(self: ChromaStore, c: _Col, ids: list) -> dict:
     "{id: text} of the rows among `ids` that have no vector."
