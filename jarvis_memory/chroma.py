@@ -102,6 +102,8 @@ class _Shared:
         self.behind = 0                    # settings.write_behind of the store that opened the journal (0: none)
         self.journal: _Journal | None = None   # writes waiting outside blocks, on disk until Chroma has them
         self.fill = None                   # _Filler: rows written by `put(later=...)` get their vectors there
+        self.retired: list = []            # Chroma clients of stores closed while others stayed: closed with the last
+        self.forked = False                # this is a forked child's copy: the store is the parent's (see `_after_fork`)
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.RLock()     # re-entrant: a store's finalizer can run inside `_acquire` (see the test below)
@@ -131,10 +133,17 @@ def _acquire(key: str, path: Path | None) -> _Shared:
         sh.refs += 1
         return sh
 
-def _release(sh: _Shared):
+def _release(sh: _Shared, client=None):
+    "Leave the shared state; the last store of the location closes its Chroma client and those of the stores before it."
     with _REGISTRY_LOCK:
         sh.refs -= 1
-        if sh.refs > 0: return
+        if sh.refs > 0:                   # the others may hold collections made through this client: it stays open
+            if client is not None: sh.retired.append(client)
+            return
+        for c in [*sh.retired, *([client] if client is not None else [])]:
+            try: c.close()
+            except Exception: pass
+        sh.retired.clear()
         _REGISTRY.pop(sh.key, None)
         if sh.journal is not None: sh.journal.close()
         if sh.file_lock is not None:
@@ -385,7 +394,7 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
     return u.hostname, port, u.scheme == 'https'
 
 _READS = frozenset({'get', 'list', 'keyword', 'count', 'search', 'cosines'})
-_WAITS = _READS | {'lexical', 'lexical_scores', 'speakers'}   # reads that first wait for vectors still to come
+_WAITS = _READS | {'lexical', 'lexical_scores', 'speakers', 'scrub'}   # calls that first wait for vectors still to come
 _RACY = 'Error finding id'          # a `chroma run` server reading a row another client deletes at that moment
 
 def _backend_failure(e: BaseException) -> bool:
@@ -412,6 +421,8 @@ def _guarded(f):
     @functools.wraps(f)
     def _f(self, *args, **kw):
         if self._closed: raise StoreError(f"store {self.location} is closed")
+        if self._shared.forked: raise StoreError(f"store {self.location} was opened by the parent of this forked process; "
+                                                 f"open a store in this process instead (an embedded path takes one process)")
         agent = not getattr(_OPS, 'n', 0) and not getattr(_FILLING, 'on', False)   # an agent's call, not a nested one
         fl = self._shared.fill                    # vectors still to come (see `put(later=...)`)
         if fl is not None and agent:
@@ -447,6 +458,7 @@ def _close_late():
 atexit.register(_close_late)
 
 def _close_now(client, shared):
+    if shared.forked: return                      # the parent's store: the parent closes it
     if shared.fill is not None: shared.fill.wait()   # vectors still to come are written first
     journaled = 0
     try: _flush_all(client, shared)               # deferred `touch`es (see the mirror); defined below
@@ -457,9 +469,7 @@ def _close_now(client, shared):
     if shared.refs <= 1 and not journaled:        # the last store of this path: its mirrors' snapshots (defined below)
         try: _save_mirrors(client, shared)
         except Exception as e: _log.warning("could not write mirror snapshots at close: %s", e)
-    try: client.close()
-    except Exception: pass
-    _release(shared)
+    _release(shared, client)
 
 # %% ../nbs/05_chroma.ipynb #efbfb005
 class _Lazy:
@@ -629,7 +639,7 @@ class ChromaStore:
     def close(self):
         "Release the Chroma client and (embedded) the path lock. Idempotent."
         if self._closed: return
-        if self._shared.fill is not None: self._shared.fill.wait()   # its vectors still to come are written first
+        if self._shared.fill is not None and not self._shared.forked: self._shared.fill.wait()   # its vectors still to come first
         self._closed = True
         self._finalizer()
 
@@ -910,7 +920,8 @@ def put(self: ChromaStore, items: list[MemoryItem], *, later=()) -> list[str]:
     """Upsert `items` by id, replacing content, vector and the whole metadata; returns their ids. A bad batch writes nothing.
     Items named in `later` (ids) may get their vectors after `put` returns (see "Vectors that come later")."""
     items = _check_items(items)
-    later = _check_later(later, items) if self.path is not None else frozenset()   # (a server's other clients would not wait)
+    later = _check_later(later, items)
+    if self.path is None: later = frozenset()                  # (a server's other clients would not wait)
     groups: dict[str, list[MemoryItem]] = {}
     for it in items: groups.setdefault(it.user_id, []).append(it)
     with self._shared.write:
@@ -967,31 +978,40 @@ def put(self: ChromaStore, items: list[MemoryItem], *, later=()) -> list[str]:
         bs = max(1, self._client.get_max_batch_size())
         for user, its, c, vecs, metas, queued in writes:       # 3. write
             c = c or self._col(user, create=True)
-            if queued: _filler(self._shared).note(user, queued)   # on disk before the rows: found again if the process is killed
-            mir = self._mirror(c, write=True)
-            _unsnap(self._shared, str(c.col.id))           # before the first write: a crash must not leave a current-looking snapshot
-            if mir is not None and mir.flush_due():
-                with mir.lock: mir.flush(c.col)
-            for s in range(0, len(its), bs):
-                try:
-                    c.col.upsert(ids=[it.id for it in its[s:s+bs]], documents=[it.content for it in its[s:s+bs]],
-                                 embeddings=np.stack(vecs[s:s+bs]), metadatas=metas[s:s+bs])
-                except BaseException:
-                    self._forget(c.col); raise
-                if mir is not None:
-                    with mir.lock:
-                        mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
-                        wait = isinstance(c.col, _Deferred) and self._shared.deferring > 0   # a block's rows: exact search reads these
-                        if wait or self._exact(len(mir)):                   # the mirror searches these rows itself
-                            for it, v, m in zip(its[s:s+bs], vecs[s:s+bs], metas[s:s+bs]):
-                                if m.get('has_vector'): mir.vec[mir.rn[it.id]] = v
-                        elif mir.vec.n > _SMALL: mir.vec.clear(); mir.gmat.clear()   # grown past it: Chroma's index searches
-            key = str(c.col.id)                                # sort keys for `mirror=False` readers
-            keys = self._shared.sort_keys.setdefault(key, {}) if mir is None else self._shared.sort_keys.get(key)
-            now = time.monotonic()
-            for it in its if keys is not None else (): keys[it.id] = (float(it.created_at), float(it.importance), now)
-            if queued: self._shared.fill.add(self, user, queued)   # their vectors: on the filler's thread, after we return
+            fill = _filler(self._shared) if queued else None
+            if fill is not None: fill.note(user, queued)        # on disk before the rows: found again if the process is killed
+            try: self._write_rows(c, its, vecs, metas, bs)
+            except BaseException:
+                if fill is not None: fill.unnote(1)             # (its rows were not written)
+                raise
+            if fill is not None: fill.add(self, user, queued)   # their vectors: on the filler's thread, after we return
     return [it.id for it in items]
+
+@patch
+def _write_rows(self: ChromaStore, c: _Col, its: list, vecs: list, metas: list, bs: int):
+    "`put`'s write of one user's checked rows: Chroma (in batches of `bs`), the mirror, the sort keys."
+    mir = self._mirror(c, write=True)
+    _unsnap(self._shared, str(c.col.id))           # before the first write: a crash must not leave a current-looking snapshot
+    if mir is not None and mir.flush_due():
+        with mir.lock: mir.flush(c.col)
+    for s in range(0, len(its), bs):
+        try:
+            c.col.upsert(ids=[it.id for it in its[s:s+bs]], documents=[it.content for it in its[s:s+bs]],
+                         embeddings=np.stack(vecs[s:s+bs]), metadatas=metas[s:s+bs])
+        except BaseException:
+            self._forget(c.col); raise
+        if mir is not None:
+            with mir.lock:
+                mir.write([(it.id, it.content, m) for it, m in zip(its[s:s+bs], metas[s:s+bs])])
+                wait = isinstance(c.col, _Deferred) and self._shared.deferring > 0   # a block's rows: exact search reads these
+                if wait or self._exact(len(mir)):                   # the mirror searches these rows itself
+                    for it, v, m in zip(its[s:s+bs], vecs[s:s+bs], metas[s:s+bs]):
+                        if m.get('has_vector'): mir.vec[mir.rn[it.id]] = v
+                elif mir.vec.n > _SMALL: mir.vec.clear(); mir.gmat.clear()   # grown past it: Chroma's index searches
+    key = str(c.col.id)                                # sort keys for `mirror=False` readers
+    keys = self._shared.sort_keys.setdefault(key, {}) if mir is None else self._shared.sort_keys.get(key)
+    now = time.monotonic()
+    for it in its if keys is not None else (): keys[it.id] = (float(it.created_at), float(it.importance), now)
 
 # %% ../nbs/05_chroma.ipynb #e5ade50c
 @patch
@@ -1561,9 +1581,10 @@ class _Filler:
         self.shared, self.cond = shared, threading.Condition()
         self.jobs: deque = deque()      # (store, user, ids)
         self.busy = 0                   # jobs queued or running
+        self.added = self.done = 0      # jobs ever queued, jobs finished (in queue order): a read waits for those before it
         self.noted = 0                  # ids noted on disk whose job is not queued yet (the file stays meanwhile)
         self.running, self.f = False, None
-        self.urgent = False             # a read (or close) waits: no quiet to wait for
+        self.waiters = 0                # reads (or closes) waiting: no quiet to wait for
         self.touched = time.monotonic() # when the agent's last store call here ended (inf: one runs)
 
     def note(self, user: str, ids: list):
@@ -1576,10 +1597,17 @@ class _Filler:
             self.f.write(json.dumps({'user': user, 'ids': list(ids)}, ensure_ascii=False) + '\n'); self.f.flush()
             self.noted += 1
 
+    def unnote(self, n: int):
+        "`n` notes whose rows were not written (the write failed): their lines may go with the file."
+        if self.shared.path is None or not n: return
+        with self.cond:
+            self.noted -= n
+            if not self.busy and not self.noted: self._clear()
+
     def add(self, store, user: str, ids: list, noted: bool = True):
         "Queue the rows `ids` of `user`, written by `store` (`noted`: after a `note`)."
         with self.cond:
-            self.jobs.append((store, user, list(ids))); self.busy += 1
+            self.jobs.append((store, user, list(ids))); self.busy += 1; self.added += 1
             if noted and self.shared.path is not None: self.noted -= 1
             if not self.running:
                 self.running = True
@@ -1592,7 +1620,7 @@ class _Filler:
                 while True:                     # wait for a quiet moment, a waiting read, or a long queue
                     if not self.jobs: self.running = False; return
                     rest = _QUIET - (time.monotonic() - self.touched)
-                    if self.urgent or rest <= 0 or len(self.jobs) >= _QUEUE: break
+                    if self.waiters or rest <= 0 or len(self.jobs) >= _QUEUE: break
                     self.cond.wait(min(rest, _QUIET))
                 batch = list(self.jobs); self.jobs.clear()
             n, groups = len(batch), {}                         # one embedding call per store and user
@@ -1604,11 +1632,9 @@ class _Filler:
                                  len(ids), user, type(e).__name__, e)
             batch = groups = store = None       # (no store kept alive by a finished job)
             with self.cond:
-                self.busy -= n
-                if not self.busy:
-                    self.urgent = False
-                    if not self.noted: self._clear()
-                    self.cond.notify_all()
+                self.busy -= n; self.done += n
+                if not self.busy and not self.noted: self._clear()
+                self.cond.notify_all()
 
     def _clear(self):
         if self.f is not None: self.f.close(); self.f = None
@@ -1617,15 +1643,22 @@ class _Filler:
             except OSError as e: _log.warning("could not remove %s: %s", _vectors_file(self.shared.path), e)
 
     def wait(self):
-        "Until every queued row has its vector (at once on the filler's own thread)."
+        "Until every row queued before this call has its vector (at once on the filler's own thread); later writes do not hold it."
         if getattr(_FILLING, 'on', False): return
         with self.cond:
-            if self.busy: self.urgent = True; self.cond.notify_all()
-            while self.busy: self.cond.wait()
+            upto = self.added
+            if self.done >= upto: return
+            self.waiters += 1; self.cond.notify_all()
+            try:
+                while self.done < upto: self.cond.wait()
+            finally: self.waiters -= 1
 
 def _after_fork():
-    "In a forked child the parent's filler thread does not exist: its queue stays the parent's (reads must not wait for it)."
-    for sh in list(_REGISTRY.values()): sh.fill = None
+    "In a forked child the parent's stores are the parent's: two processes on one embedded path corrupt it, and locks"
+    "the parent's threads held (the filler's, Chroma's own) stay held here. Every use of them is a clear error; the child"
+    "opens its own store (on the same path: `StoreLockedError`, the parent holds it). Nothing is written or closed here."
+    for sh in list(_REGISTRY.values()): sh.forked, sh.fill = True, None
+    _REGISTRY.clear()
 
 os.register_at_fork(after_in_child=_after_fork)
 
@@ -1661,7 +1694,7 @@ def _fill(self: ChromaStore, user: str, ids: list) -> int:
 def _resume_vectors(self: ChromaStore):
     "At open: queue the rows a killed process wrote without their vectors (from the vectors file)."
     f, jobs = _vectors_file(self.path), {}
-    try: lines = f.read_text(encoding='utf-8').splitlines()
+    try: lines = f.read_text(encoding='utf-8', errors='replace').splitlines()   # (a line cut inside a character: skipped below)
     except OSError as e: _log.warning("could not read %s: %s", f, e); return
     for ln in lines:
         try: r = json.loads(ln); user, ids = r['user'], r['ids']
@@ -1687,7 +1720,8 @@ def scrub(self: ChromaStore) -> bool:
     with self._shared.write:
         _flush_all(self._client, self._shared)
         for key in list(self._shared.mirrors): _unsnap(self._shared, key)
-        for f in (self.path / _SNAP_DIR).glob('*'): f.unlink(missing_ok=True)   # snapshots hold row text too: rewritten at close
+        for f in (self.path / _SNAP_DIR).glob('*'):     # snapshots hold row text too: rewritten at close
+            if f != _vectors_file(self.path): f.unlink(missing_ok=True)   # (ids of rows still to be embedded: no text)
         con = sqlite3.connect(str(self.path / 'chroma.sqlite3'), timeout=60, isolation_level=None)
         try:
             con.execute('PRAGMA secure_delete = ON')
