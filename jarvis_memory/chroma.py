@@ -173,6 +173,10 @@ class _Journal:
         if embeddings is not None:
             e = np.asarray(embeddings, dtype='<f4')
             rec['dim'], rec['vecs'] = int(e.shape[1]), base64.b64encode(e.tobytes()).decode('ascii')
+        self.write(rec)
+
+    def write(self, rec: dict):
+        "Append `rec` as one JSON line (the file made owner-only on first use)."
         line = json.dumps(rec, ensure_ascii=False, separators=(',', ':'), default=_plain) + '\n'
         if self.f is None:
             self.file.parent.mkdir(parents=True, exist_ok=True)
@@ -1580,26 +1584,25 @@ class _Filler:
     def __init__(self, shared: _Shared):
         self.shared, self.cond = shared, threading.Condition()
         self.jobs: deque = deque()      # (store, user, ids)
-        self.busy = 0                   # jobs queued or running
         self.added = self.done = 0      # jobs ever queued, jobs finished (in queue order): a read waits for those before it
         self.noted = 0                  # ids noted on disk whose job is not queued yet (the file stays meanwhile)
-        self.running, self.f = False, None
+        self.running = False
+        self.log = _Journal(_vectors_file(shared.path)) if shared.path is not None else None   # the ids, one line a write
         self.waiters = 0                # reads (or closes) waiting: no quiet to wait for
         self.touched = time.monotonic() # when the agent's last store call here ended (inf: one runs)
 
+    @property
+    def busy(self) -> int: return self.added - self.done       # jobs queued or running
+
     def note(self, user: str, ids: list):
         "Before the rows are written: their ids on disk (embedded stores), for the next open if this process is killed."
-        if self.shared.path is None: return
+        if self.log is None: return
         with self.cond:
-            if self.f is None:
-                p = _vectors_file(self.shared.path); p.parent.mkdir(parents=True, exist_ok=True)
-                self.f = open(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 'a', encoding='utf-8')
-            self.f.write(json.dumps({'user': user, 'ids': list(ids)}, ensure_ascii=False) + '\n'); self.f.flush()
-            self.noted += 1
+            self.log.write({'user': user, 'ids': list(ids)}); self.noted += 1
 
     def unnote(self, n: int):
         "`n` notes whose rows were not written (the write failed): their lines may go with the file."
-        if self.shared.path is None or not n: return
+        if self.log is None or not n: return
         with self.cond:
             self.noted -= n
             if not self.busy and not self.noted: self._clear()
@@ -1607,8 +1610,8 @@ class _Filler:
     def add(self, store, user: str, ids: list, noted: bool = True):
         "Queue the rows `ids` of `user`, written by `store` (`noted`: after a `note`)."
         with self.cond:
-            self.jobs.append((store, user, list(ids))); self.busy += 1; self.added += 1
-            if noted and self.shared.path is not None: self.noted -= 1
+            self.jobs.append((store, user, list(ids))); self.added += 1
+            if noted and self.log is not None: self.noted -= 1
             if not self.running:
                 self.running = True
                 threading.Thread(target=self._run, name='jarvis-memory-vectors', daemon=True).start()
@@ -1632,15 +1635,14 @@ class _Filler:
                                  len(ids), user, type(e).__name__, e)
             batch = groups = store = None       # (no store kept alive by a finished job)
             with self.cond:
-                self.busy -= n; self.done += n
+                self.done += n
                 if not self.busy and not self.noted: self._clear()
                 self.cond.notify_all()
 
     def _clear(self):
-        if self.f is not None: self.f.close(); self.f = None
-        if self.shared.path is not None:
-            try: _vectors_file(self.shared.path).unlink(missing_ok=True)
-            except OSError as e: _log.warning("could not remove %s: %s", _vectors_file(self.shared.path), e)
+        if self.log is None: return
+        try: self.log.clear()
+        except OSError as e: _log.warning("could not remove %s: %s", self.log.file, e)
 
     def wait(self):
         "Until every row queued before this call has its vector (at once on the filler's own thread); later writes do not hold it."
