@@ -35,15 +35,17 @@ which moves less when other programs load the machine; warm: one untimed pass fi
   realistic Korean and English turns x `--repeat`; it includes the core-facts block, keyword, vector and
   cosine look-ups, the task-pattern block (S-9.3), source recall and ranking (S-8, S-6) and the `touch` of every
   candidate (S-6.6) — everything but the query embedding;
-- `record_turn p50/mean/p95`: `MemoryService.record_turn` of 64 new turns in a live session (includes embedding the
-  turn: `rt-emb` is that embedding alone, so `record_turn - rt-emb` is the store's share). A turn's rows wait in the
+- `record_turn p50/mean/p95`: `MemoryService.record_turn` of 64 new turns in a live session (the turn's vector is
+  made after it returns, `settings.turns_behind`: `rt-emb` is that embedding alone, which the next read waits for
+  unless 50 ms of quiet came first). A turn's rows wait in the
   write journal and reach Chroma together once `settings.write_behind` rows wait: the p50 is a turn that only
   journals, the mean spreads the sends over the turns, the p95 is a turn that sends;
 - `after record_turn`: wall time of an `observe` right after each of those 64 `record_turn`s, as an agent
-  alternates them (the turn's rows still waiting in the journal); wall, not CPU: the embedder's threads keep
+  alternates them with no pause (the turn's rows still waiting in the journal, its vector not made yet: this `observe`
+  waits for it); wall, not CPU: the embedder's threads keep
   spinning for a while after `record_turn` embeds, and the process's CPU time would charge that to the `observe`;
-- `long answers`: `record_turn` of 16 turns with ~3,000-character answers (a turn row and two pieces; the pieces'
-  vectors are made after it returns, `settings.pieces_behind`), and for every second one an `observe` right after
+- `long answers`: `record_turn` of 16 turns with ~3,000-character answers (a turn row and two pieces; their
+  vectors are made after it returns, `settings.turns_behind`), and for every second one an `observe` right after
   it, which waits for those vectors (the others are followed by 0.3 s of quiet, as a user typing);
 - `bare p50`: a bare Chroma vector query on the same collection, `collection.query(query_embeddings=[q],
   n_results=20)` (default include: documents, metadatas, distances; no where clause), timed right after each
@@ -345,7 +347,7 @@ def run_size(n, all_items, vecs, emb, settings, team, args, tmp):
         hq, q = hs[i % len(hs)], qtexts[i % len(qtexts)]         # the next turn's observe, with this turn's rows waiting
         alt_w.append(timed2(lambda: obs(hq, q))[0])
     # long answers (~3,000 characters: the turn row and two pieces, whose vectors come after record_turn returns,
-    # settings.pieces_behind): record_turn alone, and an observe right after it, which waits for those vectors
+    # settings.turns_behind): record_turn alone, and an observe right after it, which waits for those vectors
     longs = []
     for i in range(16):
         r = random.Random(1000 + i)
@@ -433,7 +435,7 @@ def main():
     for r in rows:
         print(f"{r['n']:>8} {r['p50']:>8.1f} ms {r['p95']:>8.1f} ms {r['qemb']:>6.1f} ms {r['rt']:>7.1f} /{r['rt_mean']:>5.1f} /{r['rt95']:>6.1f} ms"
               f" {r['rt_emb']:>4.1f} ms {r['bare']:>6.2f} ms {r['p50'] / r['bare']:>6.1f} {r['alt']:>15.1f} ms")
-    print("long answers (3,000 characters; the pieces' vectors come after record_turn returns): record_turn p50, and an observe right after it")
+    print("long answers (3,000 characters; their vectors come after record_turn returns): record_turn p50, and an observe right after it")
     for r in rows: print(f"{r['n']:>8} record_turn {r['lt']:>6.1f} ms   observe right after {r['lalt']:>6.1f} ms (waits for those vectors)")
     print("goal: record_turn p50 <= 40 ms for a 3,000-character answer at 10k items")
     print("CPU time of the process (less sensitive to other load on the machine)")

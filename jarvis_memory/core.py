@@ -57,7 +57,7 @@ def session_scope(scope) -> MemoryScope:
 # %% ../nbs/14_core.ipynb #92ba45c3
 def _record(self: MemoryCore, rec: TurnRecord) -> list[MemoryItem]:
     items = turn_items(rec, self.settings)
-    self.store.put(items, later=[it.id for it in items[1:]] if self.settings.pieces_behind else ())   # pieces: in the window (S-3.3)
+    self.store.put(items, later=[it.id for it in items] if self.settings.turns_behind else ())   # the turn is in the window (S-3.3)
     stale = stale_piece_ids(rec, len(items) - 1, self.settings)
     if stale: self.store.delete(rec.scope, stale)
     return items

@@ -84,7 +84,7 @@ class Settings:
     mirror_users: int = 256               # users whose mirror an embedded store keeps in memory (least recently read dropped)
     exact_rows: int = 20000               # a user with at most this many rows is searched exactly over mirrored vectors (0: always HNSW)
     write_behind: int = 32                # rows that may wait in the write journal before Chroma gets them together (0: every write at once)
-    pieces_behind: bool = True            # a recorded turn's pieces get their vectors after record_turn returns (05_chroma, 14_core)
+    turns_behind: bool = True             # a recorded turn's rows (the turn, its pieces) get their vectors after record_turn returns (05_chroma, 14_core)
     team_dir: str = 'team'                # team/<agent>.yaml read policies
     cache_dir: str = '.jarvis_memory/cache'
     # embeddings (S-11.1): use | e5 | openai | hashing | none

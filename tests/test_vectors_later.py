@@ -1,7 +1,8 @@
-"""A long turn's pieces get their vectors after `record_turn` returns (issue 15, cheap writes; `put(later=...)`, 05_chroma).
+"""A recorded turn's rows (the turn, a long answer's pieces) get their vectors after `record_turn` returns (issue 15, cheap
+writes; `put(later=...)`, 05_chroma; `settings.turns_behind`).
 
 Through the production path (`MemoryService.record_turn`): a process killed right after writing a long answer loses
-none of its pieces' vectors (the next open makes them, and a later session recalls a piece by its words alone), and
+none of its rows' vectors (the next open makes them, and a later session recalls a piece by its words alone), and
 agents on several threads that record and recall at once never wait forever and leave no row without a vector.
 The notebook's tests drive the store directly (a gated embedder, a rewrite while embedding, close); these drive the
 service in a child process that is killed, and under threads."""
@@ -46,7 +47,7 @@ svc = open_service(Path({path!r}))
 items = svc.record_turn(MemoryScope('ayla', 'main', 'trip'), [{{'role': 'user', 'content': 'How was the trip?'}},
                                                                {{'role': 'assistant', 'content': ANSWER}}], at={t0})
 print([it.source for it in items], _vectors_file(svc.store.path).exists(), flush=True)
-os.kill(os.getpid(), signal.SIGKILL)            # right after record_turn returned: its pieces' vectors not made yet
+os.kill(os.getpid(), signal.SIGKILL)            # right after record_turn returned: its rows' vectors not made yet
 '''
 
 
@@ -56,9 +57,9 @@ def test_killed_after_record_turn(tmp_path):
     assert r.returncode == -signal.SIGKILL, r.stderr
     assert r.stdout.strip() == "['turn', 'turn_part', 'turn_part'] True", r.stdout + r.stderr
     ids = json.loads(_vectors_file(tmp_path / 'chroma').read_text())['ids']
-    assert len(ids) == 2                                            # both pieces waited for their vectors
+    assert len(ids) == 3                                            # the turn row and both pieces waited for their vectors
     with ChromaStore(settings(tmp_path), embedder=None, mirror=False) as raw:     # no embedder: nothing is made here
-        assert raw.count(MemoryScope('ayla', 'main', 'x'), Filter(has_vector=False)) == 2
+        assert raw.count(MemoryScope('ayla', 'main', 'x'), Filter(has_vector=False)) == 3
     svc = open_service(tmp_path)                                     # the next open makes them
     try:
         later = MemoryScope('ayla', 'main', 'next-week')
