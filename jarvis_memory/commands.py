@@ -15,7 +15,7 @@ from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns
 from .language import clean_text, conversation_language, text_language, language_instruction
-from .llm import LLM, LLMError
+from .llm import LLM, LLMError, answers_about
 from .service import MemoryService, user_model_dir, user_model_files, _write_json
 from .patterns import format_patterns, draft_name, draft_id, legacy_draft_id
 from .render import neutralise_headers
@@ -111,7 +111,8 @@ def run_command(service: MemoryService, scope: MemoryScope, text: str, *, histor
     if parsed is None or parsed[0] not in _HANDLERS:
         what = ctx.t(f"알 수 없는 명령입니다: {text.strip()[:40]!r}", f"Unknown command: {text.strip()[:40]!r}")
         return CommandResult(False, f"{what}\n{ctx.t('명령:', 'Commands:')}\n{usage_text()}")
-    try: return _HANDLERS[parsed[0]](ctx)
+    try:
+        with answers_about(ctx.scope.user_id): return _HANDLERS[parsed[0]](ctx)   # a cached LLM answer: forgotten with the user (06_llm)
     except LLMError as e: return CommandResult(False, f"/{parsed[0]}: {ctx.t('LLM을 쓸 수 없습니다', 'the LLM failed')}: {e}")
     except MemoryInputError as e: return CommandResult(False, f"/{parsed[0]}: {e}")
 

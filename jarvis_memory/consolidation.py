@@ -21,7 +21,7 @@ from .store import Filter
 from .embeddings import EmbeddingError, EmbeddingUnavailable
 from .episodes import turn_text
 from .language import query_terms, contains_term, term_share, conversation_language, text_language
-from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured
+from .llm import FACTS_SCHEMA, LLMError, LLMBadOutput, LLMUnavailable, LLMNotConfigured, answers_about
 from .core import MemoryCore, fact_topic, register_id_move
 from .grounding import (Reason, grounded, canonical_key, evidenced_key, fact_kind, fact_importance, qualified_value, repair, restated,
                                      supersedes, load_facts, score_extraction, fact_matches)
@@ -459,7 +459,8 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
             rep.status, rep.error = 'skipped', f"not sent: the LLM was unavailable earlier in this run ({down})"
             continue
         else:
-            try: facts = self._extract(g, llm, about, rep)
+            try:
+                with answers_about(scope.user_id): facts = self._extract(g, llm, about, rep)   # a cached answer: forgotten with the user (06_llm)
             except (LLMUnavailable, LLMNotConfigured) as e:
                 rep.status, rep.error, down = 'failed', f"{type(e).__name__}: {e}", type(e).__name__
                 continue

@@ -14,7 +14,7 @@ from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, Memory
 from .settings import Settings
 from .store import MemoryStore, Filter, open_store, is_store
 from .window import HistoryError, split_turns, opening, WorkingMemories, answered_line
-from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id
+from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id, clean_text as stored_text
 from .language import points_back, clean_text
 
 _log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ def write_fact(self: MemoryCore, scope: MemoryScope, source: str, content: str, 
                metadata: dict | None = None, id: str | None = None, at: float | None = None) -> MemoryItem:
     "Write a semantic fact with its topic tag; supersede same-topic facts and flag interference (S-2.5)."
     if source_layer(source) != 'semantic': raise ItemError(f"write_fact writes user-profile facts; {source!r} is not a semantic source")
+    content = stored_text(content, f"{source} content")            # as a turn's text is stored (11_episodes: no forged lines)
     meta = dict(check_metadata(dict(metadata or {})))
     topic = fact_topic(content)
     if topic: meta['topic'] = topic
@@ -156,6 +157,7 @@ def write(self: MemoryCore, scope: MemoryScope, source: str, content: str, *, im
     "Write one item of any source (semantic sources go through `write_fact`)."
     if source_layer(source) == 'semantic':
         return self.write_fact(scope, source, content, importance=importance, metadata=metadata, id=id, at=at)
+    content = stored_text(content, f"{source} content")            # as a turn's text is stored (11_episodes: no forged lines)
     it = MemoryItem.new(scope, source, content, id=id, importance=self.settings.default_importance if importance is None else importance,
                         created_at=self._now(at), metadata=dict(metadata or {}))
     self.store.put([it])

@@ -13,22 +13,28 @@ from dataclasses import dataclass, field
 from .scope import MemoryInputError, ScopeError, ItemError, MemoryScope, MemoryItem, natural_id, owned_id, check_time
 from .settings import Settings, SettingsError
 from .window import Turn
+from .language import _INVISIBLE, _LINE_SEPS
 
 # %% auto #0
-__all__ = ['clean_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids', 'answer_pieces', 'tail', 'turn_item',
-           'turn_items', 'turn_text', 'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
+__all__ = ['clean_text', 'visible_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids', 'answer_pieces', 'tail',
+           'turn_item', 'turn_items', 'turn_text', 'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
 
 # %% ../nbs/11_episodes.ipynb #bdb0b5cb
 _re_surrogate = re.compile('[\ud800-\udfff]')
 _re_controls = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')
+_re_unseen = re.compile('[\u200b\u2060\ufeff]|' + _INVISIBLE.pattern)    # shows nothing: deleted (ZWJ, ZWNJ kept)
 
 def clean_text(text, what: str = 'text') -> str:
-    "`text` as stored in an episode: newlines unified, control characters (but `\\n`, `\\t`) removed, NFC, stripped."
+    "`text` as stored in an episode: newlines unified (U+2028/U+2029 too), control and invisible format characters (but `\\n`, `\\t`) removed, NFC, stripped."
     if not isinstance(text, str): raise ItemError(f"{what} must be a string, got {type(text).__name__}")
     m = _re_surrogate.search(text)
     if m: raise ItemError(f"{what} has an unpaired surrogate {m.group()!r} at character {m.start()}")
+    return unicodedata.normalize('NFC', visible_text(text)).strip()
+
+def visible_text(text: str) -> str:
+    "`text` as `clean_text` stores it, but never an error, not normalised nor stripped: how stored text is *shown*, for rows written before `clean_text` removed invisible characters or by `put` directly (an unpaired surrogate shows as U+FFFD)."
     text = _re_controls.sub('', text.replace('\r\n', '\n').replace('\r', '\n'))
-    return unicodedata.normalize('NFC', text).strip()
+    return text if text.isascii() else _LINE_SEPS.sub('\n', _re_unseen.sub('', _re_surrogate.sub('\ufffd', text)))
 
 # %% ../nbs/11_episodes.ipynb #548436f4
 from .language import text_language

@@ -6,8 +6,8 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/llm.html.md"""
 
 # %% ../nbs/06_llm.ipynb #54f7b1db
 from __future__ import annotations
-import copy, hashlib, importlib.util, json, os, re, sqlite3, time
-from contextlib import closing
+import contextvars, copy, hashlib, importlib.util, json, os, re, sqlite3, time
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,7 +30,7 @@ def _jsonschema():
 
 # %% auto #0
 __all__ = ['IMPORTANCE_GRID', 'FACTS_SCHEMA', 'GGUF_MODELS', 'LLMError', 'LLMInputError', 'LLMNotConfigured', 'LLMUnavailable',
-           'LLMBadOutput', 'parse_answer', 'LLMCache', 'LLM', 'FakeLLM', 'find_gguf']
+           'LLMBadOutput', 'parse_answer', 'answers_about', 'default_cache', 'LLMCache', 'LLM', 'FakeLLM', 'find_gguf']
 
 # %% ../nbs/06_llm.ipynb #74aa4572
 class LLMError(Exception):
@@ -86,14 +86,23 @@ def _check_schema(schema):
     except js.SchemaError as e: raise LLMInputError(f"schema is not a valid JSON schema: {e.message}") from None
 
 _FENCE = re.compile(r'^```[a-zA-Z]*\s*\n?(.*?)\n?```$', re.S)
+_SURROGATE = re.compile('[\ud800-\udfff]')
+
+def _no_surrogates(v):
+    "`v` (a parsed JSON value) with every unpaired surrogate removed from its strings and keys."
+    if isinstance(v, str): return _SURROGATE.sub('', v) if not v.isascii() else v
+    if isinstance(v, list): return [_no_surrogates(x) for x in v]
+    if isinstance(v, dict): return {_no_surrogates(k): _no_surrogates(x) for k, x in v.items()}
+    return v
 
 def parse_answer(text, schema: dict | None = None):
     "`text` if `schema` is None, else `text` parsed as JSON and validated against `schema` (raises `LLMBadOutput`)."
+    "An unpaired surrogate (a `\\ud800` escape in the JSON, or in the text) is removed: no such text can be stored as UTF-8."
     if text is None: raise LLMBadOutput("LLM returned no content (refusal or empty answer)", '')
-    if schema is None: return text
+    if schema is None: return _no_surrogates(text)
     s = text.strip()
     if m := _FENCE.match(s): s = m.group(1).strip()   # some servers wrap JSON in a ```json fence
-    try: value = json.loads(s)
+    try: value = _no_surrogates(json.loads(s))
     except json.JSONDecodeError as e:
         raise LLMBadOutput(f"LLM answer is not valid JSON ({e.msg} at char {e.pos}): {_short(text)}", text) from None
     js = _jsonschema()
@@ -106,6 +115,21 @@ def parse_answer(text, schema: dict | None = None):
 # %% ../nbs/06_llm.ipynb #a828bb55
 def _canon(obj) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(',', ':'))
+
+_OWNER = contextvars.ContextVar('jarvis_memory_llm_owner', default=None)
+
+@contextmanager
+def answers_about(user_id: str):
+    "Within the block, answers the cache stores are marked as built from `user_id`'s memories (consolidation, `/usermodel`, ...): `LLMCache.forget(owner=...)` finds them."
+    tok = _OWNER.set(user_id)
+    try: yield
+    finally: _OWNER.reset(tok)
+
+def _owner_key(user_id: str) -> str: return hashlib.sha256(str(user_id).encode('utf-8', 'surrogatepass')).hexdigest()[:32]
+
+def default_cache(settings: Settings) -> 'LLMCache':
+    "The cache an `LLM` built from `settings` uses unless told otherwise: `<cache_dir>/llm.sqlite3`."
+    return LLMCache(Path(settings.cache_dir) / 'llm.sqlite3')
 
 class LLMCache:
     "A sqlite3 file of LLM answers keyed by `(model, messages, schema, temperature, max_tokens)` (S-12.4)."
@@ -121,8 +145,11 @@ class LLMCache:
     def _connect(self):
         con = sqlite3.connect(self.path, timeout=30)
         con.execute('CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, anykey TEXT NOT NULL, model TEXT, '
-                    'request TEXT, answer TEXT NOT NULL, created REAL)')
+                    'request TEXT, answer TEXT NOT NULL, created REAL, owner TEXT)')
+        if 'owner' not in {r[1] for r in con.execute('PRAGMA table_info(answers)')}:     # a file from before `owner`
+            con.execute('ALTER TABLE answers ADD COLUMN owner TEXT')
         con.execute('CREATE INDEX IF NOT EXISTS answers_anykey ON answers (anykey, created)')
+        con.execute('PRAGMA secure_delete = ON')          # a deleted answer's text is overwritten, not left in free pages
         return con
 
     def get(self, model, messages, schema, temperature, max_tokens) -> str | None:
@@ -139,8 +166,27 @@ class LLMCache:
         key, anykey = self.keys(model, messages, schema, temperature, max_tokens)
         req = _canon({'model': model, 'messages': messages, 'schema': schema, 'temperature': temperature, 'max_tokens': max_tokens})
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        owner = _OWNER.get()
         with closing(self._connect()) as con, con:
-            con.execute('INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?,?)', (key, anykey, model, req, answer, time.time()))
+            con.execute('INSERT OR REPLACE INTO answers (key, anykey, model, request, answer, created, owner) VALUES (?,?,?,?,?,?,?)',
+                        (key, anykey, model, req, answer, time.time(), None if owner is None else _owner_key(owner)))
+
+    def forget(self, *, owner: str | None = None, texts=()) -> int:
+        "Delete the answers asked `about` user `owner`, and every answer whose request or answer contains one of `texts`"
+        "(case and white space aside); returns how many (what `MemoryService.forget` and `forget_user` call)."
+        want = [t for t in (' '.join(str(t).split()).casefold() for t in texts) if t]
+        if not self.path.exists() or (owner is None and not want): return 0
+        gone = set()
+        with closing(self._connect()) as con, con:
+            if owner is not None:
+                gone.update(k for k, in con.execute('SELECT key FROM answers WHERE owner=?', (_owner_key(owner),)))
+            for key, req, ans in con.execute('SELECT key, request, answer FROM answers') if want else ():
+                try: said = [m.get('content', '') for m in json.loads(req or '{}').get('messages', [])]
+                except (ValueError, AttributeError): said = [req or '']
+                held = ' '.join(' '.join(map(str, said + [ans])).split()).casefold()
+                if any(t in held for t in want): gone.add(key)
+            con.executemany('DELETE FROM answers WHERE key=?', [(k,) for k in gone])
+        return len(gone)
 
     def __len__(self):
         if not self.path.exists(): return 0
@@ -194,7 +240,7 @@ class LLM:
         self.model = pick(model, s.llm_model)
         self._api_key = pick(api_key, s.llm_api_key)
         self.timeout, self.retries = float(pick(timeout, s.llm_timeout)), int(pick(retries, s.llm_retries))
-        if cache is None: cache = LLMCache(Path(s.cache_dir) / 'llm.sqlite3')
+        if cache is None: cache = default_cache(s)
         elif cache is False: cache = None
         elif isinstance(cache, (str, Path)): cache = LLMCache(cache)
         self.cache: LLMCache | None = cache

@@ -16,7 +16,7 @@ from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, SUPERS
 from .settings import Settings
 from .timeexpr import TimeRange, TimeExprError, time_ranges, say_date, asks_when
 from .store import MemoryStore, Filter, StoreError, passes_floor, is_store
-from .episodes import turn_text, turn_id
+from .episodes import turn_text, turn_id, visible_text
 from .render import neutralise_headers
 from .language import recall_terms, term_sharer, is_contentless, case_variants, content_count, asks_or_requests, folded, PARTICLES
 from .scoring import (Candidate, Score, Exclusion, ScoringError, merge_pools, rank, core_facts, excluded_reason, _candidate, _merge,
@@ -85,6 +85,11 @@ _PIECE = re.compile(r'\n(?:Answer|답) ?\((\d+)\):')
 
 def said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
     "An episode's lines as (who, text), in the order `says` prints them; who is '' for a line stored without a speaker."
+    "Shown as `visible_text`: a line separator or bidi override in a row stored before `clean_text` removed them (or"
+    "`put` directly) makes no line of its own in the block."
+    return [(visible_text(w), visible_text(t)) for w, t in _said(item, lang)]
+
+def _said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
     _check_lang(lang)
     c, m = item.content, item.metadata
     sp, other = _names(item, lang)
@@ -112,8 +117,8 @@ def says(item: MemoryItem, lang: str) -> str:
     _check_lang(lang)
     c, m = item.content, item.metadata
     if item.kind == 'semantic':
-        body = ' '.join(c.split())
-        return f"[{m['about']}] {body}" if m.get('about') else body
+        body = ' '.join(visible_text(c).split())
+        return f"[{visible_text(m['about'])}] {body}" if m.get('about') else body
     return _joined(said(item, lang))
 
 def _indent(text: str) -> str: return re.sub(r'\n(?=[^\n])', '\n  ', text)      # continuation lines under their bullet

@@ -24,6 +24,7 @@ import hashlib, json, os, shutil
 from dataclasses import replace
 from pathlib import Path
 from .episodes import turn_text, clean_text
+from .llm import default_cache
 from .render import neutralise_headers
 
 # %% auto #0
@@ -203,6 +204,7 @@ class Forgotten:
     derived: list = field(default_factory=list)      # (MemoryItem, 'deleted' | 'rewritten') built from them
     files: list = field(default_factory=list)        # derived files deleted (user models)
     scrubbed: bool = False                           # the store's files were scrubbed of deleted text
+    llm_answers: int = 0                             # cached LLM answers deleted (their request or answer held the text)
 
     def __len__(self): return len(self.removed)
 
@@ -233,10 +235,12 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
     sessions = {(it.agent_id, it.session_id) for it in gone if it.session_id and it.layer == 'edm'}
     said = {_head(turn_text(it)[0], self.settings.query_chars) for it in gone if it.source == 'turn'}
     thinkers = {it.agent_id for it in gone if it.source == 'thought'}
+    turns = {(it.agent_id, it.session_id, it.metadata.get('turn')) for it in gone if it.source == 'turn'}
     kill, rewrite = [], []
     for it in self.store.list(scope, filter=Filter(include_superseded=True), order_by=None):
         if it.id in ids: continue
         m, src = it.metadata, _src_ids(it)
+        if it.source == 'turn_part' and (it.agent_id, it.session_id, m.get('turn')) in turns: kill.append(it); continue   # the rest of its answer (S-4.4)
         keeps = not explicit and (it.layer == 'semantic' or (it.source == 'procedure' and m.get('status') == 'approved'))
         if src & ids and not keeps: kill.append(it); continue                   # facts, procedures, drafts built from them
         if explicit and it.source == 'manual_compact' and (it.agent_id, it.session_id) in sessions: kill.append(it); continue
@@ -292,13 +296,21 @@ def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, id
     if gone: self.store.delete(scope, [it.id for it in gone], user_request=True)
     d = self._forget_derived(scope, gone, explicit=True)
     res.derived, res.files = d.derived, d.files
+    texts = [t for it in [*gone, *(i for i, _ in d.derived)] for t in _texts_sent(it)]
+    res.llm_answers = default_cache(self.settings).forget(texts=([q] if query is not None else []) + texts)
     if scrub and (gone or d.derived): res.scrubbed = self.store.scrub()
     return res
+
+def _texts_sent(it: MemoryItem, min_chars: int = 8) -> list[str]:
+    "The texts of `it` an LLM request may hold (a turn's two lines, a memory's content), if long enough to name it rather than half the cache ('네')."
+    said = turn_text(it) if it.source == 'turn' else () if it.source == 'turn_part' else (it.content,)
+    return [t for t in said if len(' '.join(t.split())) >= min_chars]
 
 def forget_user(self: MemoryService, user_id: str, *, scrub: bool = True) -> int:
     "Account deletion: every memory of `user_id`, their user model files and working memories; returns rows deleted."
     check_id(user_id, "user_id")
     n = self.store.drop_user(user_id)
+    default_cache(self.settings).forget(owner=user_id)         # the LLM answers asked about them (06_llm)
     shutil.rmtree(user_model_dir(self.settings, user_id), ignore_errors=True)
     _legacy_user_model(self.settings, user_id).unlink(missing_ok=True)
     for sc in [sc for sc in self.working.scopes() if sc.user_id == user_id]: self.working.forget(sc)
@@ -343,6 +355,8 @@ def recall_episodes(self: MemoryService, scope: MemoryScope, query: str | None =
                     outcome: str | None = None, since=None, until=None, limit: int = 10) -> list[MemoryItem]:
     "The agent's turn episodes matching the conditions, dates inclusive, within its read policy (S-10.1)."
     if outcome is not None and outcome not in ('success', 'failure'): raise ItemError(f"outcome must be 'success' or 'failure', got {outcome!r}")
+    if task_type is not None and (not isinstance(task_type, str) or not task_type.strip()):      # 'chat' or a tool's name (11_episodes)
+        raise ItemError(f"task_type must be None or a task type ('chat' or a tool's name), got {task_type!r:.60}")
     if query is not None and not isinstance(query, str): raise ItemError(f"query must be a string or None, got {type(query).__name__}: {query!r:.60}")
     meta = {k: v for k, v in (('task_type', task_type), ('outcome', outcome)) if v is not None}
     flt = Filter(sources=('turn',), metadata=meta or None, since=_as_time(since, 'since', False), until=_as_time(until, 'until', True))
