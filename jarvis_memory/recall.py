@@ -30,7 +30,8 @@ __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS'
            'block_language', 'asked', 'turn_shown', 'said', 'says', 'block_line', 'episode_line', 'item_line',
            'session_key', 'without_speakers', 'vector_text', 'query_vector', 'initiative_scores', 'gather',
            'core_block', 'source_candidates', 'BlockLine', 'fit_lines', 'block_order', 'untold', 'told_by', 'Recall',
-           'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'time_legs', 'collect', 'recall_limits', 'recall']
+           'says_nothing', 'turn_of', 'fuse', 'arrange', 'Collected', 'asks_next', 'follow_ups', 'reply_line',
+           'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
 from .language import text_language
@@ -417,6 +418,7 @@ class Recall:
     core: list = field(default_factory=list)             # the core facts block (S-6.3), MemoryItems
     lines: list = field(default_factory=list)            # BlockLines shown, in block order (`block_order`), within the budget
     told: dict = field(default_factory=dict)             # fact id -> its source turn's id: recall facts left out, that turn shown whole states them (`fitted`)
+    follow: dict = field(default_factory=dict)           # turn id -> the next turn, whose short reply answers its question (`follow_ups`)
 
     @property
     def recall(self) -> list[Score]:
@@ -477,8 +479,14 @@ class Recall:
                     st['facts'].add(said_as)
                     text = block_line(s.item, lang)
                 else:                                       # an episode: only its lines not shown above in its session
-                    lines = untold(said(s.item, lang), st['told'].setdefault(key, []))
-                    if not lines: st['repeated'].append(s.id); continue
+                    lines = said(s.item, lang)
+                    if (nx := self.follow.get(s.id)) is not None:                         # the reply to its question:
+                        ranked = st.setdefault('ids', {r.id for r in self.ranked})       # whole if it is ranked itself (its
+                        lines.append((_names(nx, lang)[0], reply_line(nx, whole=nx.id in ranked)))   # own line shows the rest)
+                    n, sp = len(lines), _names(s.item, lang)[0]
+                    lines = untold(lines, st['told'].setdefault(key, []))
+                    if not lines or (len(lines) < n and all(w != sp and is_contentless(t) for w, t in lines)):
+                        st['repeated'].append(s.id); continue      # told above, but for an answer that says nothing ('Noted.')
                     text = episode_line(lines)
                 if key is not None and key not in seen:
                     seen.add(key)
@@ -565,8 +573,9 @@ def fuse(candidates: Iterable[Candidate], settings: Settings) -> list[Candidate]
 # %% ../nbs/19_recall.ipynb #0c8e63fd
 def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, sources: Iterable[Candidate] = (),
             core: Iterable[MemoryItem] = (), window_ids: Iterable[str] = (), k: int | None = None,
-            budget: int | None = None, query: str = '', terms: Iterable[str] = ()) -> Recall:
-    "The pure stage of recall: exclusions -> joint re-rank or composite score (flashbulb slot, cap `k`) -> lines within `budget`."
+            budget: int | None = None, query: str = '', terms: Iterable[str] = (), follow: dict | None = None) -> Recall:
+    "The pure stage of recall: exclusions -> joint re-rank or composite score (flashbulb slot, cap `k`) -> lines within `budget`;"
+    "`follow` (turn id -> next turn, `follow_ups`) shows a short reply under the question it answers."
     now, settings = _check_now(now), _check_settings(settings)
     cands, srcs = _candidates(candidates), _candidates(sources, 'sources')
     core = list(core)
@@ -585,7 +594,8 @@ def arrange(candidates: Iterable[Candidate], now: float, settings: Settings, *, 
     ranker = joint_rank if joint else rank
     ranked = ranker(pool, now, settings, k=k, exclude_ids=win | core_ids | {i for i, w in excluded.items() if w == Exclusion.CONTENTLESS},
                     group=turn_of)
-    res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core)
+    res = Recall(query, list(terms), now, 'joint' if joint else 'composite', cands, srcs if joint else [], excluded, ranked, core,
+                 follow={t: nx for t, nx in (follow or {}).items() if nx.id not in win})
     res.lines = block_order(res.fitted(budget))    # chosen in rank order, printed by session in time order
     return res
 
@@ -599,11 +609,36 @@ class Collected:
     candidates: list
     sources: list
     window_ids: frozenset
+    follow: dict = field(default_factory=dict)          # turn id -> the next turn, whose short reply answers its question
 
     def arrange(self, now: float, settings: Settings, *, k: int | None = None, budget: int | None = None) -> Recall:
         "The pure stage on these reads."
         return arrange(self.candidates, now, settings, sources=self.sources, core=self.core, window_ids=self.window_ids,
-                       k=k, budget=budget, query=self.query, terms=self.terms)
+                       k=k, budget=budget, query=self.query, terms=self.terms, follow=self.follow)
+
+def asks_next(item: MemoryItem) -> bool:
+    "A turn of a session whose answer ends by asking: the session's next user line may be the answer (`follow_ups`)."
+    return (item.source == 'turn' and item.session_id is not None and isinstance(item.metadata.get('turn'), int)
+            and turn_text(item)[1].rstrip().endswith(('?', '？')))
+
+def follow_ups(store: MemoryStore, scope: MemoryScope, items: Iterable[MemoryItem], until: float | None = None) -> dict:
+    "Turn id -> the next turn of its session, for each turn of `items` whose answer ends by asking and whose next user"
+    "line replies to that question without asking or requesting anything itself: 'What color will it be?' / 'blue, his favorite'."
+    want = {}
+    for it in items:
+        if asks_next(it): want.setdefault(turn_id(MemoryScope(it.user_id, it.agent_id, it.session_id), it.metadata['turn'] + 1), it)
+    out = {}
+    for nx in store.get(scope, sorted(want)) if want else ():
+        t, ctx = want[nx.id], nx.metadata.get('replies_to')
+        if nx.source != 'turn' or not isinstance(ctx, str) or (until is not None and nx.created_at > until): continue
+        u, q = turn_text(nx)[0], _SENTENCE_END.split(ctx.strip())[-1]
+        if u and q.endswith(('?', '？')) and q in turn_text(t)[1] and not asks_or_requests(u): out[t.id] = nx
+    return out
+
+def reply_line(nx: MemoryItem, whole: bool = False) -> str:
+    "What a follow-up shows of the reply: its first sentence (an answer to a question comes first), or all of it."
+    u = visible_text(turn_text(nx)[0]).strip()
+    return u if whole else _SENTENCE_END.split(u, maxsplit=1)[0]
 
 def time_legs(query: str, now: float | None, settings: Settings) -> tuple[list, bool]:
     "What the temporal leg reads for `query` at `now`: its time ranges, and whether it asks when with no range (`asks_when`); none with the legs off."
@@ -633,7 +668,7 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
     core = core_block(store, scopes, settings, until) if core is None else list(core)
     window_ids = _id_set(window_ids, 'window_ids')
     with_sources = settings.source_recall if sources is None else sources
-    cands, srcs = [], []
+    cands, srcs, follow = [], [], {}
     if query.strip() or recent:
         qv = query_embedding if query_embedding is not None else query_vector(store, query, scopes)
         pool = settings.pool_size + len(window_ids) + len(core)
@@ -641,10 +676,11 @@ def collect(store: MemoryStore, scopes: MemoryScope | Iterable[MemoryScope], que
         for sc in scopes:
             found = gather(store, sc, query, terms, settings, pool=pool, query_embedding=qv, ranges=ranges, until=until, recent=recent, when=when)
             cands += found
-            if with_sources:
-                srcs += source_candidates(store, sc, found, query_embedding=qv, terms=terms, ranges=ranges,
-                                          query=query if settings.fusion != 'none' else '', when=when)
-    return Collected(query, terms, core, cands, srcs, window_ids)
+            got = source_candidates(store, sc, found, query_embedding=qv, terms=terms, ranges=ranges,
+                                    query=query if settings.fusion != 'none' else '', when=when) if with_sources else []
+            srcs += got
+            if settings.follow_ups: follow |= follow_ups(store, sc, [c.item for c in (*found, *got)], until)
+    return Collected(query, terms, core, cands, srcs, window_ids, follow)
 
 def recall_limits(settings: Settings, k: int | None = None, budget: int | None = None) -> tuple[int, int | None]:
     "`observe`'s item cap and character budget: `budget` (else `recall_chars`; 0 = none) filled by at most `k` (else `recall_cap`) items; with no budget, the top `k` (else `recall_k`, S-8.1)."

@@ -76,6 +76,7 @@ class Settings:
     # S-8 joint re-rank
     source_recall: bool = True
     relevance_band: float = 0.02          # relevances this close rank by the composite score (17_rerank)
+    follow_ups: bool = True               # a shown turn whose answer asks brings the short reply that answers it (19_recall)
     # S-12 evaluation
     budget_chars: int = 5120
     # storage
