@@ -427,6 +427,28 @@ def _latin_rules() -> list:
         got = _LATIN[len(_RULES)] = [r for r in _RULES if not r[3].__name__.startswith('_ko_')]
     return got
 
+_PARTS = {'초순': 'early', '상순': 'early', '초반': 'early', '초': 'early', 'early': 'early', 'beginning': 'early', 'start': 'early',
+          '중순': 'mid', '중반': 'mid', 'mid': 'mid', 'middle': 'mid',
+          '하순': 'late', '후반': 'late', '말': 'late', 'late': 'late', 'end': 'late'}
+_PART_KO = re.compile(r'\s*(?:(초순|상순|초반|중순|중반|하순|후반)|(초|말)(?=[에엔경쯤부까께이은의로]|[^가-힣]|$))')   # not 말했, 초대
+_PART_EN = re.compile(r'(?:\b(early|late|mid)\s*-?\s*|\b(?:the\s+)?(beginning|start|middle|end)\s+of\s+(?:the\s+)?)$', re.IGNORECASE)
+_PART_IN = re.compile(r'(?:in|during|throughout)\s+(early|late|mid)\b', re.IGNORECASE)          # inside a match: "in late May"
+
+def _part(text: str, s: int, e: int, start, end) -> tuple | None:
+    "(start, end, s, e) of the half of a calendar month or year that a part word next to `text[s:e]` names — its first"
+    "('초', 'early', 'the beginning of'), middle ('중순', 'mid') or last ('말', 'late', 'the end of') half, halves so a"
+    "loose 'early' (the 12th) still falls in — else None."
+    if type(start) is not date or type(end) is not date or start.day != 1 or end.day != 1: return None
+    months = (end.year - start.year) * 12 + end.month - start.month
+    if months != 1 and (months != 12 or start.month != 1): return None
+    if (m := _PART_KO.match(text, e)) is not None: word, e = m[1] or m[2], m.end()
+    elif (m := _PART_IN.match(text, s, e)) is not None: word = m[1].lower()
+    elif (m := _PART_EN.search(text, max(0, s - 24), s)) is not None: word, s = (m[1] or m[2]).lower(), m.start()
+    else: return None
+    n, part = (end - start).days, _PARTS[word]
+    a, b = {'early': (0, -(-n // 2)), 'mid': (n // 4, n - n // 4), 'late': (n // 2, n)}[part]
+    return start + timedelta(days=a), start + timedelta(days=b), s, e
+
 def time_ranges(text: str, now: float, tz_offset: float | timedelta = 0) -> list[TimeRange]:
     "The time expressions in `text` (Korean and English), resolved against the clock `now` (Unix seconds, `tz_offset` seconds east of UTC), in text order."
     if not isinstance(text, str): raise TimeExprError(f"text must be a string, got {type(text).__name__}: {text!r:.60}")
@@ -445,8 +467,9 @@ def time_ranges(text: str, now: float, tz_offset: float | timedelta = 0) -> list
         except (ValueError, OverflowError): span = None
         if span is None: continue
         start, end, *k = span
+        if (p := _part(text, s, e, start, end)) is not None: start, end, s, e = p  # "5월 말", "early May": a half of it
         a, b = c.ts(start), c.ts(end)
-        if a < b: out.append((s, TimeRange(a, b, m[0], k[0] if k else kind, fuzzy)))
+        if a < b: out.append((s, TimeRange(a, b, text[s:e], k[0] if k else kind, fuzzy or p is not None)))
     return [r for _, r in sorted(out, key=lambda x: x[0])]
 
 # %% ../nbs/12b_time.ipynb #5a6afb7d
