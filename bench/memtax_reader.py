@@ -42,7 +42,7 @@ def seed_cache(answers: str | Path, sqlite_path: str | Path) -> int:
     cache.path.parent.mkdir(parents=True, exist_ok=True)
     with closing(cache._connect()) as con, con:
         before = con.total_changes
-        con.executemany('INSERT OR IGNORE INTO answers VALUES (?,?,?,NULL,?,?)',
+        con.executemany('INSERT OR IGNORE INTO answers (key, anykey, model, request, answer, created) VALUES (?,?,?,NULL,?,?)',
                         [(r['key'], r['anykey'], r['model'], r['answer'], 0.0) for r in rows])
         return con.total_changes - before
 
