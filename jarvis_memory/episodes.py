@@ -50,6 +50,8 @@ def _check_session(scope) -> MemoryScope:
     if scope.session_id is None: raise ScopeError(f"turn episodes belong to a session; scope {scope} has no session_id")
     return scope
 
+_re_name_bad = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]|' + _re_unseen.pattern)   # a name is shown on one line
+
 @dataclass(frozen=True)
 class TurnRecord:
     "One answered turn, as written to long-term memory (S-4.1, S-4.2). Text is cleaned with `clean_text`."
@@ -85,8 +87,8 @@ class TurnRecord:
         set_('at', float(at))
         for k in ('speaker', 'answer_speaker'):
             v = getattr(self, k)
-            if v is not None and (not isinstance(v, str) or not v.strip() or len(v) > 100 or _re_controls.search(v) or _re_surrogate.search(v)):
-                raise ItemError(f"turn {self.number} {k} must be None or a name (1-100 characters, no control characters), got {v!r:.60}")
+            if v is not None and (not isinstance(v, str) or not v.strip() or len(v) > 100 or _re_name_bad.search(v)):
+                raise ItemError(f"turn {self.number} {k} must be None or a name (1-100 characters on one line, no control or invisible characters), got {v!r:.60}")
 
     @classmethod
     def from_turn(cls, scope: MemoryScope, turn: Turn, at: float | None = None, model_error: bool = False,

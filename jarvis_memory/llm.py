@@ -174,7 +174,9 @@ class LLMCache:
     def forget(self, *, owner: str | None = None, texts=()) -> int:
         "Delete the answers asked `about` user `owner`, and every answer whose request or answer contains one of `texts`"
         "(case and white space aside); returns how many (what `MemoryService.forget` and `forget_user` call)."
-        want = [t for t in (' '.join(str(t).split()).casefold() for t in texts) if t]
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple, set, frozenset)) or not all(isinstance(t, str) for t in texts):
+            raise LLMInputError(f"texts must be a list of strings, got {texts!r:.80}")
+        want = [t for t in (' '.join(t.split()).casefold() for t in texts) if t]
         if not self.path.exists() or (owner is None and not want): return 0
         gone = set()
         with closing(self._connect()) as con, con:
@@ -183,6 +185,9 @@ class LLMCache:
             for key, req, ans in con.execute('SELECT key, request, answer FROM answers') if want else ():
                 try: said = [m.get('content', '') for m in json.loads(req or '{}').get('messages', [])]
                 except (ValueError, AttributeError): said = [req or '']
+                if '\\u' in ans:                          # an answer in escaped JSON holds the words too ("\\uc11c\\uc6b8")
+                    try: ans = ans + ' ' + json.dumps(json.loads(ans), ensure_ascii=False)
+                    except ValueError: pass
                 held = ' '.join(' '.join(map(str, said + [ans])).split()).casefold()
                 if any(t in held for t in want): gone.add(key)
             con.executemany('DELETE FROM answers WHERE key=?', [(k,) for k in gone])
@@ -277,6 +282,7 @@ class LLM:
             raise LLMNotConfigured(f"no LLM configured (missing {', '.join(missing)}) and no cached answer: {_ENV_HELP}")
         text = (self._request(messages, schema, temperature, max_tokens) if constrain else    # (subclasses may override
                 self._request(messages, schema, temperature, max_tokens, constrain=False))   #  the 4-argument form)
+        if isinstance(text, str) and not text.isascii(): text = _SURROGATE.sub('', text)   # (what no file can hold)
         value = parse_answer(text, schema)            # raises LLMBadOutput: bad answers are never cached
         if self.cache is not None: self.cache.put(self.model, messages, schema, temperature, max_tokens, text)
         return value

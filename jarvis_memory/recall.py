@@ -60,9 +60,10 @@ def block_language(items: Iterable[MemoryItem]) -> str:
     return text_language('\n'.join(it.content for it in items))
 
 def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
-    "(who said the utterance, who answered): the names the item records, else the roles."
+    "(who said the utterance, who answered): the names the item records (on one line), else the roles."
     user, agent = ROLE_NAMES[lang]
-    return item.metadata.get('speaker') or user, item.metadata.get('answer_speaker') or agent
+    one = lambda v: ' '.join(visible_text(v).split()) if isinstance(v, str) else ''
+    return one(item.metadata.get('speaker')) or user, one(item.metadata.get('answer_speaker')) or agent
 
 _SENTENCE_END = re.compile(r'(?<=[.!?…。！？])\s+')
 
@@ -119,7 +120,8 @@ def says(item: MemoryItem, lang: str) -> str:
     c, m = item.content, item.metadata
     if item.kind == 'semantic':
         body = ' '.join(visible_text(c).split())
-        return f"[{visible_text(m['about'])}] {body}" if m.get('about') else body
+        about = ' '.join(visible_text(m['about']).split()) if isinstance(m.get('about'), str) else ''
+        return f"[{about}] {body}" if about else body
     return _joined(said(item, lang))
 
 def _indent(text: str) -> str: return re.sub(r'\n(?=[^\n])', '\n  ', text)      # continuation lines under their bullet
@@ -618,7 +620,8 @@ class Collected:
 
 def asks_next(item: MemoryItem) -> bool:
     "A turn of a session whose answer ends by asking: the session's next user line may be the answer (`follow_ups`)."
-    return (item.source == 'turn' and item.session_id is not None and isinstance(item.metadata.get('turn'), int)
+    n = item.metadata.get('turn')
+    return (item.source == 'turn' and item.session_id is not None and type(n) is int and n >= 0
             and turn_text(item)[1].rstrip().endswith(('?', '？')))
 
 def follow_ups(store: MemoryStore, scope: MemoryScope, items: Iterable[MemoryItem], until: float | None = None) -> dict:
@@ -631,6 +634,7 @@ def follow_ups(store: MemoryStore, scope: MemoryScope, items: Iterable[MemoryIte
     for nx in store.get(scope, sorted(want)) if want else ():
         t, ctx = want[nx.id], nx.metadata.get('replies_to')
         if nx.source != 'turn' or not isinstance(ctx, str) or (until is not None and nx.created_at > until): continue
+        if nx.metadata.get(SUPERSEDED) is not None: continue                 # hidden from recall, as `list` hides it
         u, q = turn_text(nx)[0], _SENTENCE_END.split(ctx.strip())[-1]
         if u and q.endswith(('?', '？')) and q in turn_text(t)[1] and not asks_or_requests(u): out[t.id] = nx
     return out

@@ -31,18 +31,23 @@ _re_label = re.compile(r'^\[[^\[\]]{1,80}\]$')
 _HEAD_KEYS = tuple(h.casefold() for h in HEADERS)
 _re_break = re.compile('(\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029])')   # every line break `str.splitlines` knows
 
+_BLANKS = frozenset('\u2800\u3164\uffa0\u115f\u1160')     # letters and symbols drawn as nothing (Braille blank, Hangul fillers)
+
+def _mark(c: str) -> bool:
+    "A character drawn as nothing of its own: a format character, a combining or variation mark (U+0301, U+FE0F), a blank letter."
+    return c in _BLANKS or unicodedata.category(c) in ('Cf', 'Mn', 'Me')
+
+def _unseen(c: str) -> bool: return _mark(c) or not unicodedata.normalize('NFKC', c).strip()     # ... or white space
+
 def _plain(line: str) -> str:
-    "The line as matched: format characters removed, NFKC (full-width brackets become ASCII), other brackets as `[ ]`, stripped."
-    s = ''.join(c for c in line if unicodedata.category(c) != 'Cf')
+    "The line as matched: marks removed (`_mark`), NFKC (full-width brackets become ASCII), other brackets as `[ ]`, stripped."
+    s = ''.join(c for c in line if not _mark(c))
     return unicodedata.normalize('NFKC', s).translate(_SQUARE).strip()
 
 def looks_like_header(line: str) -> bool:
     "Would `line` read as a block header: only a bracketed label, or a line opening with one of `HEADERS`?"
-    s = line.lstrip()
-    if not s: return False
-    c = s[0]                                       # every header opens with a bracket, so must the line (in NFKC, past
-    if c not in _OPENERS and unicodedata.category(c) != 'Cf' and unicodedata.normalize('NFKC', c).strip():
-        return False                               # format characters): the same answer as below, without its cost
+    c = next((c for c in line if not _unseen(c)), None)   # every header opens with a bracket, so must the line where
+    if c is None or c not in _OPENERS: return False       # it starts to show: the same answer as below, without its cost
     p = _plain(line)
     return bool(_re_label.match(p)) or p.casefold().startswith(_HEAD_KEYS)
 

@@ -10,7 +10,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .scope import ItemError, MemoryInputError, ScopeError, MemoryScope, MemoryItem, check_id
+from .scope import ItemError, MemoryInputError, MemoryUnavailable, ScopeError, MemoryScope, MemoryItem, check_id
 from .settings import Settings
 from .store import Filter
 from .window import check_history, split_turns, window, window_turn_numbers, answered_line
@@ -20,7 +20,7 @@ from .core import MemoryCore, session_scope, previous_exchange
 from .recall import Recall, recall, recall_limits, item_line, case_variants, query_vector, core_block, CORE_HEADER, RECALL_HEADER, said
 from .consolidation import Consolidation
 from .patterns import Patterns, _PATTERN_SOURCES
-import hashlib, json, os, shutil
+import hashlib, json, os, shutil, sqlite3
 from dataclasses import replace
 from pathlib import Path
 from .episodes import turn_text, clean_text
@@ -296,10 +296,18 @@ def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, id
     if gone: self.store.delete(scope, [it.id for it in gone], user_request=True)
     d = self._forget_derived(scope, gone, explicit=True)
     res.derived, res.files = d.derived, d.files
-    texts = [t for it in [*gone, *(i for i, _ in d.derived)] for t in _texts_sent(it)]
-    res.llm_answers = default_cache(self.settings).forget(texts=([q] if query is not None else []) + texts)
     if scrub and (gone or d.derived): res.scrubbed = self.store.scrub()
+    texts = [t for it in [*gone, *(i for i, _ in d.derived)] for t in _texts_sent(it)]
+    res.llm_answers = _forget_answers(self.settings, texts=([q] if query is not None else []) + texts)   # last: it may fail
     return res
+
+def _forget_answers(settings: Settings, **kw) -> int:
+    "`LLMCache.forget(**kw)` on the default cache; a file that cannot be read is an error naming it, raised after everything else was forgotten."
+    cache = default_cache(settings)
+    try: return cache.forget(**kw)
+    except (sqlite3.Error, OSError) as e:
+        raise MemoryUnavailable(f"the memories were forgotten, but the LLM answer cache {cache.path} could not be cleaned "
+                                f"({type(e).__name__}: {e}); remove or repair that file") from None
 
 def _texts_sent(it: MemoryItem, min_chars: int = 8) -> list[str]:
     "The texts of `it` an LLM request may hold (a turn's two lines, a memory's content), if long enough to name it rather than half the cache ('네')."
@@ -310,11 +318,11 @@ def forget_user(self: MemoryService, user_id: str, *, scrub: bool = True) -> int
     "Account deletion: every memory of `user_id`, their user model files and working memories; returns rows deleted."
     check_id(user_id, "user_id")
     n = self.store.drop_user(user_id)
-    default_cache(self.settings).forget(owner=user_id)         # the LLM answers asked about them (06_llm)
     shutil.rmtree(user_model_dir(self.settings, user_id), ignore_errors=True)
     _legacy_user_model(self.settings, user_id).unlink(missing_ok=True)
     for sc in [sc for sc in self.working.scopes() if sc.user_id == user_id]: self.working.forget(sc)
     if scrub: self.store.scrub()
+    _forget_answers(self.settings, owner=user_id)               # the LLM answers asked about them (06_llm); last: it may fail
     return n
 
 MemoryService.forget, MemoryService.forget_user = forget, forget_user
