@@ -59,11 +59,14 @@ def block_language(items: Iterable[MemoryItem]) -> str:
     "The language a block's dates and role names are written in: by the script of its memories (Hangul against Latin letters, S-11.3)."
     return text_language('\n'.join(it.content for it in items))
 
+def _shown_name(v) -> str:
+    "A name as the block shows it: on one line, nothing invisible ('' for no name)."
+    return ' '.join(visible_text(v).split()) if isinstance(v, str) else ''
+
 def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
-    "(who said the utterance, who answered): the names the item records (on one line), else the roles."
+    "(who said the utterance, who answered): the names the item records (`_shown_name`), else the roles."
     user, agent = ROLE_NAMES[lang]
-    one = lambda v: ' '.join(visible_text(v).split()) if isinstance(v, str) else ''
-    return one(item.metadata.get('speaker')) or user, one(item.metadata.get('answer_speaker')) or agent
+    return _shown_name(item.metadata.get('speaker')) or user, _shown_name(item.metadata.get('answer_speaker')) or agent
 
 _SENTENCE_END = re.compile(r'(?<=[.!?…。！？])\s+')
 
@@ -89,7 +92,7 @@ def said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
     "An episode's lines as (who, text), in the order `says` prints them; who is '' for a line stored without a speaker."
     "Shown as `visible_text`: a line separator or bidi override in a row stored before `clean_text` removed them (or"
     "`put` directly) makes no line of its own in the block."
-    return [(visible_text(w), visible_text(t)) for w, t in _said(item, lang)]
+    return [(_shown_name(w), visible_text(t)) for w, t in _said(item, lang)]
 
 def _said(item: MemoryItem, lang: str) -> list[tuple[str, str]]:
     _check_lang(lang)
@@ -120,7 +123,7 @@ def says(item: MemoryItem, lang: str) -> str:
     c, m = item.content, item.metadata
     if item.kind == 'semantic':
         body = ' '.join(visible_text(c).split())
-        about = ' '.join(visible_text(m['about']).split()) if isinstance(m.get('about'), str) else ''
+        about = _shown_name(m.get('about'))
         return f"[{about}] {body}" if about else body
     return _joined(said(item, lang))
 
@@ -483,8 +486,8 @@ class Recall:
                 else:                                       # an episode: only its lines not shown above in its session
                     lines = said(s.item, lang)
                     if (nx := self.follow.get(s.id)) is not None:                         # the reply to its question:
-                        ranked = st.setdefault('ids', {r.id for r in self.ranked})       # whole if it is ranked itself (its
-                        lines.append((_names(nx, lang)[0], reply_line(nx, whole=nx.id in ranked)))   # own line shows the rest)
+                        if 'ids' not in st: st['ids'] = {r.id for r in self.ranked}      # whole if it is ranked itself (its
+                        lines.append((_names(nx, lang)[0], reply_line(nx, whole=nx.id in st['ids'])))   # own line shows the rest)
                     n, sp = len(lines), _names(s.item, lang)[0]
                     lines = untold(lines, st['told'].setdefault(key, []))
                     if not lines or (len(lines) < n and all(w != sp and is_contentless(t) for w, t in lines)):
