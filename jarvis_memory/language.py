@@ -471,11 +471,12 @@ def _request_verbs(toks) -> set[int]:
 
 _LATIN_RUN = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:['’][A-Za-z]+)*")
 
-def _ko_units(text: str):
-    "Content units `(term, kind)` of `text`, kind 'noun' or 'pred', in order: Kiwi reads the Hangul, the English rule the Latin."
+def _ko_units(text: str, parts: bool = False):
+    "Content units `(term, kind)` of `text`, kind 'noun' or 'pred', in order: Kiwi reads the Hangul, the English rule the Latin;"
+    "with `parts`, a compound written as one word is followed by its nouns (kind 'part')."
     latin = [(m.start(), m.group()) for m in _LATIN_RUN.finditer(text)]
     hangul = _LATIN_RUN.sub(lambda m: ' ' * len(m.group()), _BAD_CHARS.sub(' ', text))   # same length: offsets hold
-    units = [(s, u) for s, u in _kiwi_units(hangul)] + [(s, (w, 'latin')) for s, w in latin]
+    units = [(s, u) for s, u in _kiwi_units(hangul, parts)] + [(s, (w, 'latin')) for s, w in latin]
     return [u for _, u in sorted(units, key=lambda x: x[0])]
 
 @functools.lru_cache(maxsize=1024)
@@ -486,7 +487,16 @@ def _alone_predicate(word: str):
     if not toks or not _tag(toks[-1]).startswith('EF') or any(_tag(t).startswith(_KO_NOUNISH) for t in toks): return None
     return tuple((t.form, 'pred') for t in toks if _tag(t).startswith(('VV', 'VA')))
 
-def _kiwi_units(text: str):
+@functools.lru_cache(maxsize=16384)
+def _noun_parts(noun: str) -> tuple[str, ...]:
+    "The nouns of a compound Kiwi read as one noun in its sentence ('코드리뷰 말투…'), as Kiwi reads the word alone (코드, 리뷰);"
+    "() unless that reading is nouns only. Words of fewer than three syllables are not split."
+    if len(noun) < 3: return ()
+    toks = get_kiwi().tokenize(noun)
+    if len(toks) < 2 or not all(_tag(t) in ('NNG', 'NNP') for t in toks): return ()
+    return tuple(t.form for t in toks)
+
+def _kiwi_units(text: str, parts: bool = False):
     toks = get_kiwi().tokenize(text)
     drop = _request_verbs(toks)
     units, run = [], []                                   # run: indices of adjacent noun-like tokens inside one word
@@ -496,6 +506,10 @@ def _kiwi_units(text: str):
         if any(_tag(toks[k]) != 'IC' and k not in drop for k in run):
             alone = _alone_predicate(text[s:e]) if any(_tag(toks[k]) == 'NNP' for k in run) else None
             units.extend((s, u) for u in alone) if alone is not None else units.append((s, (text[s:e], kind)))
+            if parts and alone is None:                         # 여름휴가 -> 여름, 휴가: the words a writer may space apart
+                nouns = [toks[k].form for k in run if _tag(toks[k]) in ('NNG', 'NNP') and k not in drop]
+                if len(run) == 1 and nouns: nouns = _noun_parts(nouns[0])
+                if len(nouns) > 1: units.extend((s, (n, 'part')) for n in nouns)
         run.clear()
     for i, t in enumerate(toks):
         tag = _tag(t)
@@ -551,11 +565,11 @@ def _without_closings(text: str) -> str:
                    for i, p in enumerate(parts))
 
 @functools.lru_cache(maxsize=4096)        # recall asks again about the same memories on every turn: read each once
-def _content(text: str, ack: bool) -> tuple[str, ...]:
+def _content(text: str, ack: bool, parts: bool = False) -> tuple[str, ...]:
     text = clean_text(text[:_CONTENT_CHARS])
     if ack: text = _without_closings(_GREETING.sub(' ', text))     # a greeting or a closing alone answers nothing either
     if _HANGUL_RE.search(text):                                # Kiwi reads Hangul (and Latin inside it)
-        terms = [_ko_keep(t, k, ack=ack) for t, k in _ko_units(text)]
+        terms = [_ko_keep(t, k, ack=ack) for t, k in _ko_units(text, parts)]
         # a misread guard: a longer particle (이랑, 에서는) tagged as a noun in odd input is never content
         terms = [t.lower() for t in terms if t and not (len(t) > 1 and t in _PARTICLE_SET)]
     else: terms = _en_terms(text, ack=ack)                     # no Hangul: the English rule
@@ -571,11 +585,12 @@ def _kiwi_for(text: str, who: str):
     if _HANGUL_RE.search(text) and not kiwi_available():
         raise MemoryUnavailable(f"{who} needs kiwipiepy for Korean: `pip install 'kiwipiepy>=0.24,<0.25'`")
 
-def content_terms(text: str, lang: str | None = None) -> list[str]:
-    "The content morphemes of `text` by part of speech (Kiwi for Korean, a closed-class rule for English), lower-cased, de-duplicated."
+def content_terms(text: str, lang: str | None = None, *, parts: bool = False) -> list[str]:
+    "The content morphemes of `text` by part of speech (Kiwi for Korean, a closed-class rule for English), lower-cased, de-duplicated;"
+    "with `parts`, a Korean compound written as one word (코드리뷰) also gives its nouns (코드, 리뷰), as a search index wants."
     lang = _content_lang(text, lang)
     _kiwi_for(text, 'content_terms')
-    return list(_content(text, False))
+    return list(_content(text, False, bool(parts)))
 
 def content_count(text: str, lang: str | None = None) -> int:
     "How many content terms `text` has besides acknowledgement predicates (좋아요, 맞아요, sounds good)."

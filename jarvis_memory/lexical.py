@@ -68,7 +68,7 @@ def lexical_terms(text: str) -> list[str]:
     for piece in _pieces(text):
         if _KO_DAY.fullmatch(piece):                       # the day as we write it ('2023년 5월 7일'): its terms are its words
             out += piece.split(); continue
-        for term in content_terms(piece):
+        for term in content_terms(piece, parts=True):     # a compound and its nouns: 여름휴가 matches 여름 휴가
             for t in term.split():                         # content_terms may join a Latin run's words with a space
                 out.append(t)
     stem = _stemmer().stemWord
