@@ -490,8 +490,10 @@ def _alone_predicate(word: str):
 @functools.lru_cache(maxsize=16384)
 def _noun_parts(noun: str) -> tuple[str, ...]:
     "The nouns of a compound Kiwi read as one noun in its sentence ('코드리뷰 말투…'), as Kiwi reads the word alone (코드, 리뷰);"
-    "() unless that reading is nouns only. Words of fewer than three syllables are not split."
-    if len(noun) < 3: return ()
+    "() unless that reading is nouns only. Only words of 4 to 10 syllables are read again: a part of one syllable is"
+    "mostly a suffix (팀이름, 회사앞, 운송장: not split, as `_kiwi_units` keeps only parts of two syllables or more), and a"
+    "longer 'noun' is unspaced text Kiwi could not read, which a second reading would only make cost twice."
+    if not 4 <= len(noun) <= 10: return ()
     toks = get_kiwi().tokenize(noun)
     if len(toks) < 2 or not all(_tag(t) in ('NNG', 'NNP') for t in toks): return ()
     return tuple(t.form for t in toks)
@@ -509,7 +511,7 @@ def _kiwi_units(text: str, parts: bool = False):
             if parts and alone is None:                         # 여름휴가 -> 여름, 휴가: the words a writer may space apart
                 nouns = [toks[k].form for k in run if _tag(toks[k]) in ('NNG', 'NNP') and k not in drop]
                 if len(run) == 1 and nouns: nouns = _noun_parts(nouns[0])
-                if len(nouns) > 1: units.extend((s, (n, 'part')) for n in nouns)
+                if len(nouns) > 1 and all(len(n) > 1 for n in nouns): units.extend((s, (n, 'part')) for n in nouns)
         run.clear()
     for i, t in enumerate(toks):
         tag = _tag(t)
