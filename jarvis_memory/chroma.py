@@ -823,7 +823,7 @@ def _prefetch_index(c: _Col) -> threading.Thread:
 
 @patch
 def _exact(self: ChromaStore, rows: int) -> bool:
-    "Is a collection of `rows` rows searched exactly over its mirror's vectors (`settings.exact_rows`), not through Chroma's HNSW index?"
+    "Is a collection of `rows` rows searched over its mirror's vectors (`settings.exact_rows`; exact cosines, `_Mirror.nearest`), not through Chroma's HNSW index?"
     return rows <= self.settings.exact_rows
 
 @patch

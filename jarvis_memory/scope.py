@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/scope.html.md"""
 
 # %% ../nbs/00_scope.ipynb #6c74625d
 from __future__ import annotations
-import hashlib, json, logging, math, re, time, unicodedata
+import contextlib, hashlib, json, logging, math, re, threading, time, unicodedata
 from dataclasses import dataclass, field, replace, asdict
 from pathlib import Path
 from typing import Any, Iterable
@@ -397,6 +397,16 @@ class Team:
         self._fixed = {p.agent_id: p for p in policies}
         self._files, self._dir = {}, None          # agent id -> file; (directory status, when read)
         self._cache = {}                           # agent id -> (file, file status, when read, policy)
+        self._pins = threading.local()             # `pinned`: this thread's policies for the block
+
+    @contextlib.contextmanager
+    def pinned(self):
+        "Within the block, this thread reads each agent's policy once: one recall (several store reads) under one policy,"
+        "and not two file checks per read. An edit made meanwhile applies from the next block; blocks nest (the outer decides)."
+        if getattr(self._pins, 'memo', None) is not None: yield; return
+        self._pins.memo = {}
+        try: yield
+        finally: self._pins.memo = None
 
     @staticmethod
     def _fresh(status, read_ns) -> bool: return status is not None and read_ns - status[0] > _RACY_NS
@@ -411,8 +421,15 @@ class Team:
         return self._files
 
     def policy(self, agent_id: str) -> ReadPolicy:
-        "The read policy of `agent_id` as its file says now."
+        "The read policy of `agent_id` as its file says now (inside a `pinned` block: as it said at the block's first read of it)."
         if agent_id in self._fixed: return self._fixed[agent_id]
+        memo = getattr(self._pins, 'memo', None)
+        if memo is None: return self._policy(agent_id)
+        pol = memo.get(agent_id)
+        if pol is None: pol = memo[agent_id] = self._policy(agent_id)
+        return pol
+
+    def _policy(self, agent_id: str) -> ReadPolicy:
         check_agent_id(agent_id, "agent_id")
         f = self.files().get(agent_id)
         if f is None: return ReadPolicy(agent_id)
