@@ -621,6 +621,8 @@ def asks_or_requests(text: str) -> bool:
 # %% ../nbs/12_particles.ipynb #e9b6b878
 def _says(text: str) -> bool: return bool(text) and not is_contentless(text)
 
+_ASKED_LAST = re.compile(r'(?<=[.!?…。！？])\s+')       # sentences of the agent's line: its question is the last one
+
 def recall_query(utterance: str, previous_exchange=None, *, answers: str | None = None, query_chars: int = 200,
                  min_chars: int = 8) -> str:
     "The recall query (S-5.1, S-5.2): the utterance, with the context that says something; '' when nothing does."
@@ -636,6 +638,9 @@ def recall_query(utterance: str, previous_exchange=None, *, answers: str | None 
     if prev and _points(query): return '\n'.join(p for p in [*prev, query] if p)
     if not _says(query): return asked if _says(asked) else joined if _says(joined) else ''
     if _shorter_than(query, min_chars) and _says(joined): return '\n'.join([joined, query])
+    if answers is not None and '?' not in query and '？' not in query:   # a reply is about what it was asked
+        q = _ASKED_LAST.split(asked.strip())[-1] if asked.strip() else ''
+        if q.endswith(('?', '？')) and _says(q): return '\n'.join([q, query])
     return query
 
 def _related(t: str, c: str) -> bool:
