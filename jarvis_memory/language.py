@@ -638,8 +638,8 @@ def recall_query(utterance: str, previous_exchange=None, *, answers: str | None 
     if prev and _points(query): return '\n'.join(p for p in [*prev, query] if p)
     if not _says(query): return asked if _says(asked) else joined if _says(joined) else ''
     if _shorter_than(query, min_chars) and _says(joined): return '\n'.join([joined, query])
-    if answers is not None and '?' not in query and '？' not in query:   # a reply is about what it was asked
-        q = _ASKED_LAST.split(asked.strip())[-1] if asked.strip() else ''
+    if answers is not None and '?' not in query and '？' not in query:   # a reply is about what it was asked: the answer's
+        q = _head(_ASKED_LAST.split(answers.strip())[-1], query_chars, 'answers') if answers.strip() else ''   # last sentence
         if q.endswith(('?', '？')) and _says(q): return '\n'.join([q, query])
     return query
 
