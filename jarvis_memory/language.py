@@ -621,7 +621,7 @@ def asks_or_requests(text: str) -> bool:
 # %% ../nbs/12_particles.ipynb #e9b6b878
 def _says(text: str) -> bool: return bool(text) and not is_contentless(text)
 
-_ASKED_LAST = re.compile(r'(?<=[.!?…。！？])\s+')       # sentences of the agent's line: its question is the last one
+_SENTENCE_END = re.compile(r'(?<=[.!?…。！？])\s+')     # where a sentence ends (recall reads lines by it too): a question is the last
 
 def recall_query(utterance: str, previous_exchange=None, *, answers: str | None = None, query_chars: int = 200,
                  min_chars: int = 8) -> str:
@@ -639,7 +639,7 @@ def recall_query(utterance: str, previous_exchange=None, *, answers: str | None 
     if not _says(query): return asked if _says(asked) else joined if _says(joined) else ''
     if _shorter_than(query, min_chars) and _says(joined): return '\n'.join([joined, query])
     if answers is not None and '?' not in query and '？' not in query:   # a reply is about what it was asked: the answer's
-        q = _head(_ASKED_LAST.split(answers.strip())[-1], query_chars, 'answers') if answers.strip() else ''   # last sentence
+        q = _head(_SENTENCE_END.split(answers.strip())[-1], query_chars, 'answers') if answers.strip() else ''   # last sentence
         if q.endswith(('?', '？')) and _says(q): return '\n'.join([q, query])
     return query
 

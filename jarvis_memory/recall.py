@@ -34,7 +34,7 @@ __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS'
            'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
-from .language import text_language
+from .language import text_language, _SENTENCE_END
 
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
 ROLE_NAMES = {'ko': ('사용자', '비서'), 'en': ('User', 'Assistant')}     # who spoke, when a memory records no names
@@ -68,7 +68,6 @@ def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
     user, agent = ROLE_NAMES[lang]
     return _shown_name(item.metadata.get('speaker')) or user, _shown_name(item.metadata.get('answer_speaker')) or agent
 
-_SENTENCE_END = re.compile(r'(?<=[.!?…。！？])\s+')
 
 def asked(item: MemoryItem) -> str | None:
     "The question a turn's reply needs to be understood: the last sentence of the line before it (`replies_to`) when that is a question and says more than the reply (`content_count`), else None."
