@@ -326,11 +326,14 @@ def _check_search(query, k, allow):
         raise LexicalError(f"allow must be a callable doc_id -> bool or None, got {type(allow).__name__}")
 
 def _term_arrays(self: LexicalIndex, term: str):
+    "`term`'s postings as (rows ascending, term frequencies), kept until a write changes them (`_scores_at` looks rows up in them)."
     arr = self._arrays.get(term)
     if arr is None:
         post = self._postings.get(term)
         arr = self._base.arrays(term) if post is None else (np.fromiter(post.keys(), dtype=np.int64, count=len(post)),
                                                             np.fromiter(post.values(), dtype=np.float64, count=len(post)))
+        if arr[0].size > 1 and not (arr[0][1:] > arr[0][:-1]).all():
+            o = np.argsort(arr[0], kind='stable'); arr = (arr[0][o], arr[1][o])
         self._arrays[term] = arr
     return arr
 
@@ -358,6 +361,26 @@ def _scores(self: LexicalIndex, terms: list[str]) -> tuple[np.ndarray, np.ndarra
         hit[rows] = True
     rows = np.flatnonzero(hit)
     return rows, scores[rows]
+
+def _scores_at(self: LexicalIndex, terms: list[str], slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "`_scores` at rows `slots` only: (their scores, whether each shares a term). A binary search of each term's postings"
+    "rather than a pass over every row: a recall asks it for the few candidates the BM25 leg did not rank."
+    n = len(self._slot)
+    terms = [t for t in dict.fromkeys(map(functools.partial(_known, self), terms)) if t is not None]
+    out, hit = np.zeros(len(slots)), np.zeros(len(slots), dtype=bool)
+    if not n or not self._total or not terms or not len(slots): return out, hit
+    avgdl, k1, b = self._total / n, self.k1, self.b
+    for t in terms:                                 # (the same arithmetic, term by term, as `_scores`: the same floats)
+        rows, tfs = _term_arrays(self, t)
+        df = len(rows)
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        at = np.minimum(np.searchsorted(rows, slots), df - 1)
+        m = rows[at] == slots
+        if not m.any(): continue
+        tf, s = tfs[at[m]], slots[m]
+        out[m] += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * self._lens[s] / avgdl))
+        hit[m] = True
+    return out, hit
 
 def _best(self: LexicalIndex, rows, scores, m: int) -> list[tuple[str, float]]:
     "The best `m` or more (ties at the edge kept) `(doc_id, score)`, ordered by score then id: a prefix of the full order."
@@ -407,9 +430,7 @@ def _score(self: LexicalIndex, query: str, doc_id: str) -> float:
     terms = _query_terms(self, query)
     with self._lock:
         if doc_id not in self._slot: return 0.0
-        rows, scores = _scores(self, terms)
-        hit = np.flatnonzero(rows == self._slot[doc_id])
-        return float(scores[hit[0]]) if len(hit) else 0.0
+        return float(_scores_at(self, terms, np.array([self._slot[doc_id]], np.int64))[0][0])
 
 def _scores_of(self: LexicalIndex, query: str, doc_ids: Iterable[str]) -> dict[str, float]:
     "BM25 scores of `doc_ids` for `query` in one pass: `{doc_id: score}` for the ids that share a term with it."
@@ -418,13 +439,10 @@ def _scores_of(self: LexicalIndex, query: str, doc_ids: Iterable[str]) -> dict[s
     want = [_check_doc_id(d) for d in doc_ids]
     terms = _query_terms(self, query)
     with self._lock:
-        rows, scores = _scores(self, terms)                     # (rows ascending: `np.flatnonzero`)
-        if not len(rows): return {}
-        want = [d for d in want if d in self._slot]             # look the few wanted slots up among the hit rows, rather
-        slots = np.fromiter((self._slot[d] for d in want), np.int64, len(want))   # than a dict of every row hit (a name
-        at = np.minimum(np.searchsorted(rows, slots), len(rows) - 1)            # can hit half of them)
-        hit = (rows[at] == slots).tolist()
-        return {d: s for d, s, h in zip(want, scores[at].tolist(), hit) if h}
+        want = [d for d in want if d in self._slot]
+        slots = np.fromiter((self._slot[d] for d in want), np.int64, len(want))
+        scores, hit = _scores_at(self, terms, slots)
+        return {d: s for d, s, h in zip(want, scores.tolist(), hit.tolist()) if h}
 
 LexicalIndex.search, LexicalIndex.score, LexicalIndex.scores = _search, _score, _scores_of
 

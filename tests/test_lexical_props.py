@@ -40,6 +40,7 @@ def test_incremental_equals_rebuilt(ops, queries):
         for d in final: assert ix.score(q, d) == fresh.score(q, d) == bulk.score(q, d)
         asked = [*sorted(final, reverse=True), 'not-indexed', *sorted(final)[:2]]   # any order, an unknown id, repeats
         assert ix.scores(q, asked) == {d: ix.score(q, d) for d in final if ix.score(q, d) > 0}   # one pass = one at a time
+        assert ix.scores(q, asked) == dict(ix.search(q, k=len(final) or 1))   # the few asked = the whole ranking, same floats
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
         assert all(s > 0 for _, s in got)
 
