@@ -346,18 +346,25 @@ def _known(self: LexicalIndex, term: str) -> str | None:
         term = stem
     return None
 
+def _known_terms(self: LexicalIndex, terms: list[str]) -> list[str]:
+    "The query's distinct terms the index has (`_known`); none when the index is empty."
+    if not self._slot or not self._total: return []
+    return [t for t in dict.fromkeys(map(functools.partial(_known, self), terms)) if t is not None]
+
+def _weight(self: LexicalIndex, df: int, tfs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    "BM25 of one term for `rows` holding it `tfs` times, the term in `df` rows: the one formula `_scores` and `_scores_at` add up."
+    n, k1, b = len(self._slot), self.k1, self.b
+    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return idf * tfs * (k1 + 1.0) / (tfs + k1 * (1.0 - b + b * self._lens[rows] / (self._total / n)))
+
 def _scores(self: LexicalIndex, terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
     "Rows that share a term with the query and their BM25 scores."
-    n = len(self._slot)
-    terms = [t for t in dict.fromkeys(map(functools.partial(_known, self), terms)) if t is not None]
-    if not n or not self._total or not terms: return np.zeros(0, np.int64), np.zeros(0)
-    avgdl, k1, b = self._total / n, self.k1, self.b
+    terms = _known_terms(self, terms)
+    if not terms: return np.zeros(0, np.int64), np.zeros(0)
     scores, hit = np.zeros(len(self._ids)), np.zeros(len(self._ids), dtype=bool)
     for t in terms:
         rows, tfs = _term_arrays(self, t)
-        df = len(rows)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        scores[rows] += idf * tfs * (k1 + 1.0) / (tfs + k1 * (1.0 - b + b * self._lens[rows] / avgdl))
+        scores[rows] += _weight(self, len(rows), tfs, rows)
         hit[rows] = True
     rows = np.flatnonzero(hit)
     return rows, scores[rows]
@@ -365,20 +372,15 @@ def _scores(self: LexicalIndex, terms: list[str]) -> tuple[np.ndarray, np.ndarra
 def _scores_at(self: LexicalIndex, terms: list[str], slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "`_scores` at rows `slots` only: (their scores, whether each shares a term). A binary search of each term's postings"
     "rather than a pass over every row: a recall asks it for the few candidates the BM25 leg did not rank."
-    n = len(self._slot)
-    terms = [t for t in dict.fromkeys(map(functools.partial(_known, self), terms)) if t is not None]
+    terms = _known_terms(self, terms)
     out, hit = np.zeros(len(slots)), np.zeros(len(slots), dtype=bool)
-    if not n or not self._total or not terms or not len(slots): return out, hit
-    avgdl, k1, b = self._total / n, self.k1, self.b
-    for t in terms:                                 # (the same arithmetic, term by term, as `_scores`: the same floats)
+    if not terms or not len(slots): return out, hit
+    for t in terms:                                 # (term by term, as `_scores` adds them: the same floats)
         rows, tfs = _term_arrays(self, t)
-        df = len(rows)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        at = np.minimum(np.searchsorted(rows, slots), df - 1)
+        at = np.minimum(np.searchsorted(rows, slots), len(rows) - 1)
         m = rows[at] == slots
         if not m.any(): continue
-        tf, s = tfs[at[m]], slots[m]
-        out[m] += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * self._lens[s] / avgdl))
+        out[m] += _weight(self, len(rows), tfs[at[m]], slots[m])
         hit[m] = True
     return out, hit
 

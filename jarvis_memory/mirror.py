@@ -395,8 +395,8 @@ _LANES, _ADD16 = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0001000100010001)
 
 def _hamming(B: np.ndarray, qb: np.ndarray, n: int) -> np.ndarray:
     "Bits in which rows `0..n-1` of `B` differ from `qb` (uint16), a block of rows at a time into the same scratch arrays:"
-    "one pass over the bits, where whole-matrix temporaries wrote and read them twice more (100k x 512 dimensions: 4.3 ->"
-    "~1 ms). Eight 64-bit words a row (512 dimensions) are summed in a word: a row's eight byte counts, each at most 64,"
+    "one pass over the bits, where whole-matrix temporaries wrote and read them twice more (100k x 512 dimensions: 4.0 ->"
+    "2.0 ms). Eight 64-bit words a row (512 dimensions) are summed in a word: a row's eight byte counts, each at most 64,"
     "added pairwise into 16-bit lanes, then the lanes by one multiplication (their sum, at most 512, ends in the top lane)."
     words = B.shape[1]
     out, k = np.empty(n, np.uint16), min(n, _BLOCK)
@@ -411,6 +411,7 @@ def _hamming(B: np.ndarray, qb: np.ndarray, n: int) -> np.ndarray:
             out[lo:lo + k] = (v * _ADD16) >> np.uint64(48)
         else: out[lo:lo + k] = c[:k].sum(axis=1, dtype=np.uint16)
     return out
+
 _SHORT_ROWS, _SHORT_KEEP = 4096, 1024        # `nearest` above this many rows: exact cosines of a shortlist of at least this many
 
 def _dots(M: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -68,7 +68,6 @@ def _names(item: MemoryItem, lang: str) -> tuple[str, str]:
     user, agent = ROLE_NAMES[lang]
     return _shown_name(item.metadata.get('speaker')) or user, _shown_name(item.metadata.get('answer_speaker')) or agent
 
-
 def asked(item: MemoryItem) -> str | None:
     "The question a turn's reply needs to be understood: the last sentence of the line before it (`replies_to`) when that is a question and says more than the reply (`content_count`), else None."
     ctx = item.metadata.get('replies_to')
