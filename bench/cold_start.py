@@ -20,6 +20,9 @@ under `--workdir` (kept, so a rerun skips the fill). Then fresh Python processes
   the import holds Python's interpreter lock (0 and nothing during when the first observe opened Chroma itself);
 - `close`, which writes the deferred touches (opening Chroma if the first observe did not need it).
 
+Import times depend on cached bytecode: uv (which `make install` uses) installs none, Python writes it at a
+module's first import unless PYTHONDONTWRITEBYTECODE is set or site-packages is read-only; the run says which.
+
 `--profile` runs the rebuild (and the snapshot start) under cProfile and prints the top functions by cumulative time.
 """
 from __future__ import annotations
@@ -125,6 +128,18 @@ def child(path: Path, profile: int = 0) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def bytecode_note() -> str:
+    "Whether chromadb's modules have cached bytecode: without it every fresh process compiles them at import, which"
+    "at least doubles the import (2.1-2.3 s against 1.1-1.3 s in `make install`'s venv on a 2-core machine, 2026-12-06)."
+    import importlib.util
+    spec = importlib.util.find_spec('chromadb')
+    if spec is None or spec.origin is None: return 'chromadb is not installed'
+    cached = Path(importlib.util.cache_from_source(spec.origin)).exists()
+    off = os.environ.get('PYTHONDONTWRITEBYTECODE') or sys.dont_write_bytecode
+    return (f"chromadb's bytecode is {'cached' if cached else 'NOT cached: fresh processes compile its modules at import'}"
+            + ('; PYTHONDONTWRITEBYTECODE is set, so none is written' if off else ''))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--items', type=int, default=10000)
@@ -152,6 +167,7 @@ def main():
         if case == 'snapshot' and not snap.exists(): rows[case]['note'] = 'no snapshot directory was written'
     shutil.rmtree(work, ignore_errors=True)
     print(f"{args.items} items, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; seconds, min of {args.repeat} fresh processes")
+    print(bytecode_note())
     print(f"{'case':>9} {'import':>7} {'chroma':>7} {'USE load':>9} {'Kiwi load':>10} {'open':>6} {'open+1st observe':>17} {'chromadb':>9}"
           f" {'warm-up':>8} {'observes during':>16} {'p50 ms':>7} {'after':>6} {'close':>6}")
     for case, r in rows.items():
