@@ -341,7 +341,7 @@ class BlockLine:
     block: str
     score: Score | None = None
     cut: bool = False
-    full_chars: int = 0
+    full_chars: int = 0          # the uncut length (`Recall` sets it when it makes a line; `fit_lines` when it cuts)
     head: str = ''
 
 def fit_lines(lines: Iterable[BlockLine], budget: int | None) -> list[BlockLine]:
@@ -352,7 +352,7 @@ def fit_lines(lines: Iterable[BlockLine], budget: int | None) -> list[BlockLine]
     for ln in lines:
         n = len(ln.text)
         if left is None or n <= left:
-            out.append(replace(ln, cut=False, full_chars=n))
+            out.append(ln if not ln.cut and ln.full_chars == n else replace(ln, cut=False, full_chars=n))   # (lines are frozen: no copy)
             if left is not None: left -= n
         else:
             head = getattr(ln, 'head', '')
@@ -472,7 +472,8 @@ class Recall:
         while st['next'] < n_core + len(self.ranked):
             j = st['next']; st['next'] += 1
             if j < n_core:
-                ln = BlockLine(self.core[j], block_line(self.core[j], lang), 'core')
+                text = block_line(self.core[j], lang)
+                ln = BlockLine(self.core[j], text, 'core', full_chars=len(text))
                 st['facts'].add(_fact_said(self.core[j], lang))
             else:
                 s = self.ranked[j - n_core]
@@ -495,7 +496,7 @@ class Recall:
                     seen.add(key)
                     head = session_header(s.item.created_at, lang)
                     text = f"{head}\n{text}"
-                ln = BlockLine(s.item, text, 'recall', s, head=head)
+                ln = BlockLine(s.item, text, 'recall', s, full_chars=len(text), head=head)
             made.append(ln)
             yield ln
     def blocks(self) -> dict:
