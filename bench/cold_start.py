@@ -135,7 +135,7 @@ def bytecode_note() -> str:
     spec = importlib.util.find_spec('chromadb')
     if spec is None or spec.origin is None: return 'chromadb is not installed'
     cached = Path(importlib.util.cache_from_source(spec.origin)).exists()
-    off = os.environ.get('PYTHONDONTWRITEBYTECODE') or sys.dont_write_bytecode
+    off = bool(os.environ.get('PYTHONDONTWRITEBYTECODE'))     # what the children inherit (this process's -B they do not)
     return (f"chromadb's bytecode is {'cached' if cached else 'NOT cached: fresh processes compile its modules at import'}"
             + ('; PYTHONDONTWRITEBYTECODE is set, so none is written' if off else ''))
 
