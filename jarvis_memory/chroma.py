@@ -755,11 +755,16 @@ def _fsync_dir(d: Path):
         finally: os.close(fd)
     except OSError: pass                          # (not every file system lets a directory be synced)
 
-def _unsnap(shared: _Shared, key: str):
+def _unsnap(shared: _Shared, key: str, vectors: bool = False):
     "Before a write to collection `key`: remove its snapshot, once until it is rewritten (a crash after the write must find none)."
+    "Its vectors file stays for the next snapshot to name again if the vectors do not change (touches, metadata); a write"
+    "that deletes or re-embeds rows, or drops the user, removes it too (`vectors`): no vector of a deleted row stays behind."
     m = shared.mirrors.get(key)
     if m is not None: m.on_disk = False
-    if shared.path is None or key in shared.unlinked: return
+    if shared.path is None: return
+    if vectors:
+        for f in (shared.path / _SNAP_DIR).glob(f'{key}.*.vec'): f.unlink(missing_ok=True)
+    if key in shared.unlinked: return
     f = _snap_file(shared.path, key)
     try:
         if f.exists(): f.unlink(); _fsync_dir(f.parent)
@@ -777,7 +782,8 @@ def _save_one(client, shared: _Shared, key: str, m) -> bool:
     if stamp is None: return False
     if stamp['rows'] != len(m):
         _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); return False
-    for old in (shared.path / _SNAP_DIR).glob(f'{key}.bin.tmp*'): old.unlink(missing_ok=True)   # a crash while saving
+    for old in [*(shared.path / _SNAP_DIR).glob(f'{key}.bin.tmp*'), *(shared.path / _SNAP_DIR).glob(f'{key}.vec.tmp*')]:
+        old.unlink(missing_ok=True)                              # (a crash while saving)
     with m.lock: m.save(_snap_file(shared.path, key), stamp)
     shared.unlinked.discard(key)
     return True
@@ -842,7 +848,7 @@ def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
                 if str(e) != 'no snapshot':
                     (_log.warning if e.damaged else _log.info)("mirror snapshot of %s is %s (%s); reading the rows from Chroma",
                                                                c.col.name, 'damaged' if e.damaged else 'not current', e)
-                    _unsnap(self._shared, key)
+                    _unsnap(self._shared, key, vectors=True)
         return _Mirror.load(key, c.col)
     finally:
         if pre is not None: pre.join()              # (the first search finds the index loaded, never half)
@@ -994,8 +1000,8 @@ def put(self: ChromaStore, items: list[MemoryItem], *, later=()) -> list[str]:
 @patch
 def _write_rows(self: ChromaStore, c: _Col, its: list, vecs: list, metas: list, bs: int):
     "`put`'s write of one user's checked rows: Chroma (in batches of `bs`), the mirror, the sort keys."
-    mir = self._mirror(c, write=True)
-    _unsnap(self._shared, str(c.col.id))           # before the first write: a crash must not leave a current-looking snapshot
+    mir = self._mirror(c, write=True)                # (rewriting rows that exist: their old vectors must not stay on disk)
+    _unsnap(self._shared, str(c.col.id), vectors=mir is None or any(it.id in mir.rn for it in its))   # before the first write: a crash must not leave a current-looking snapshot
     if mir is not None and mir.flush_due():
         with mir.lock: mir.flush(c.col)
     for s in range(0, len(its), bs):
@@ -1372,7 +1378,7 @@ def _changeable_rows(self: ChromaStore, scope, ids, flt=None, user_request: bool
 def _update(self: ChromaStore, c, metas: dict, embeddings: dict | None = None) -> int:
     "Merge `metas` ({id: {key: value or None}}) into the rows (and set `embeddings`), in Chroma and the mirror."
     ids, m = list(metas), self._mirror(c, write=True)
-    _unsnap(self._shared, str(c.col.id))
+    _unsnap(self._shared, str(c.col.id), vectors=embeddings is not None)
     if m is not None and m.flush_due():
         with m.lock: m.flush(c.col)
     try:
@@ -1436,7 +1442,7 @@ def update_metadata(self: ChromaStore, scope: MemoryScope, ids, patch: dict) -> 
 @patch
 def _delete(self: ChromaStore, c, ids) -> int:
     m = self._mirror(c, write=True)
-    _unsnap(self._shared, str(c.col.id))
+    _unsnap(self._shared, str(c.col.id), vectors=True)
     try:
         for ch in _chunks(ids, _CHUNK): c.col.delete(ids=ch)
     except BaseException:
@@ -1482,7 +1488,7 @@ def drop_user(self: ChromaStore, user_id: str) -> int:
         if c is None: return 0
         n = c.col.count()
         key = str(c.col.id)
-        _unsnap(self._shared, key)
+        _unsnap(self._shared, key, vectors=True)
         self._shared.mirrors.pop(key, None); self._shared.sort_keys.pop(key, None); self._shared.deferred.pop(key, None)
         for name in (c.col.name, c.col.name + '-next'):
             try: self._client.delete_collection(name)
@@ -1527,7 +1533,7 @@ def _migrate(self: ChromaStore, c: _Col, batch: int) -> int:
     name, dim = self._ident()
     cname, nname = c.col.name, c.col.name + '-next'
     m = self._mirror(c, write=True)
-    _unsnap(self._shared, str(c.col.id))
+    _unsnap(self._shared, str(c.col.id), vectors=True)
     if m is not None and m.pending:                    # the copy reads Chroma: write deferred touches first
         with m.lock: m.flush(c.col)
     try: self._client.delete_collection(nname)

@@ -83,7 +83,7 @@ class Settings:
     path: str = '.jarvis_memory/chroma'   # embedded Chroma directory
     server_url: str = ''                  # e.g. http://127.0.0.1:8000 -> chromadb.HttpClient
     mirror_users: int = 256               # users whose mirror an embedded store keeps in memory (least recently read dropped)
-    exact_rows: int = 20000               # a user with at most this many rows is searched over mirrored vectors (exact cosines; 04_mirror) (0: always HNSW)
+    exact_rows: int = 200000              # a user with at most this many rows is searched over mirrored vectors (exact cosines; 04_mirror; 2 kB a row) (0: always HNSW)
     write_behind: int = 32                # rows that may wait in the write journal before Chroma gets them together (0: every write at once)
     turns_behind: bool = True             # a recorded turn's rows (the turn, its pieces) get their vectors after record_turn returns (05_chroma, 14_core)
     team_dir: str = 'team'                # team/<agent>.yaml read policies

@@ -9,6 +9,7 @@ import itertools, json, logging, os, shutil, signal, subprocess, sys, textwrap
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import jarvis_memory.mirror as M
@@ -97,7 +98,9 @@ def state(m: _Mirror):
 
 
 def assert_exact(store):
-    "The store's mirror equals a fresh load from Chroma, its numpy columns follow its rows, its BM25 terms those of a fresh build."
+    "The store's mirror equals a fresh load from Chroma, its numpy columns follow its rows, its BM25 terms those of a fresh build,"
+    "its vectors Chroma's (a search first: a mirror read from Chroma fetches them at its first exact search)."
+    store.search(MAIN, embedding=EMB.embed_one('서울 날씨', query=True), k=3)
     store.flush()
     c = store._col(USER)
     m = store._mirror(c)
@@ -108,6 +111,11 @@ def assert_exact(store):
         else: assert m.gcode[rn] == m.codes[_gkey(m.metas[rn])] and m.ctime[rn] == m.metas[rn]['created_at']
     lx, fx = m.lexicon(), fresh.lexicon()
     assert sorted(lx.ids) == sorted(fx.ids) and all(lx.doc_terms(i) == fx.doc_terms(i) for i in fx.ids)
+    r = c.col.get(include=['embeddings'])                      # every vector the mirror holds is its row's, as Chroma has it
+    held = {i: m.vec[m.rn[i]] for i in r['ids'] if m.rn[i] in m.vec}
+    assert held, "the mirror holds no vectors: exact search was not exercised"
+    for i, e in zip(r['ids'], r['embeddings']):
+        if i in held: assert np.allclose(held[i], np.asarray(e) / np.linalg.norm(e), atol=1e-6), i
 
 
 def snapshot_path(store) -> Path:
@@ -163,6 +171,9 @@ def test_writes_after_a_restore_keep_the_mirror_exact(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- never trusted when bad
 def damage(kind: str, f: Path):
+    if kind.startswith('vectors-'):                            # the vectors file the snapshot names
+        f, kind = next(f.parent.glob(f'{f.stem}.*.vec')), kind[len('vectors-'):]
+        if kind == 'missing': f.unlink(); return
     b = bytearray(f.read_bytes())
     if kind == 'truncated': f.write_bytes(bytes(b[:len(b) // 3]))
     elif kind == 'empty': f.write_bytes(b'')
@@ -175,7 +186,8 @@ def damage(kind: str, f: Path):
         f.write_bytes(bytes(b))
 
 
-@pytest.mark.parametrize('kind', ['truncated', 'empty', 'junk', 'flip-header', 'flip-digest', 'flip-payload', 'flip-last'])
+@pytest.mark.parametrize('kind', ['truncated', 'empty', 'junk', 'flip-header', 'flip-digest', 'flip-payload', 'flip-last',
+                                  'vectors-missing', 'vectors-truncated', 'vectors-flip-payload', 'vectors-flip-last'])
 def test_damaged_snapshot_is_rebuilt(tmp_path, kind, caplog):
     path = tmp_path / 'c'
     with open_store(path) as s: fill(s); want = reads(s); snap = snapshot_path(s)
@@ -316,6 +328,44 @@ def test_deleted_text_leaves_the_snapshot(tmp_path):
         assert len(on_disk()) == 1
         s.delete(MAIN, ['s2']); assert s.scrub()
         assert list((path / 'jarvis_mirror').glob('*')) == []
+
+
+def vector_files(path) -> list:
+    return sorted((path / 'jarvis_mirror').glob('*.vec'))
+
+
+def test_vectors_file_is_named_again_until_a_vector_changes(tmp_path):
+    """The vectors are a file of their own (04_mirror): a session that only reads and touches rewrites the rows' snapshot at
+    close but names the same vectors file (not rewritten); a put writes a new one and the old one goes; a delete removes
+    it before Chroma sees the delete (no vector of a deleted row stays in a file); dropping the user removes it."""
+    path = tmp_path / 'c'
+    with open_store(path) as s: fill(s); want = reads(s)
+    (v0,) = vector_files(path); ino = v0.stat().st_ino
+    with open_store(path) as s:
+        assert mirror_of(s).on_disk and reads(s) == want
+        s.touch(MAIN, ['r0', 'r3'], T0 + 4444)
+        snap = snapshot_path(s)
+    assert snap.exists() and vector_files(path) == [v0] and v0.stat().st_ino == ino      # touched rows: the same vectors file
+    with open_store(path) as s:
+        assert s.get(MAIN, ['r0'])[0].last_accessed == T0 + 4444 and mirror_of(s).vec_saved[1]['file'] == v0.name
+        s.put([MemoryItem.new(MAIN, 'turn', '새 벡터 new vector', id='nv', created_at=T0 + 9000)])
+        assert vector_files(path) == [v0]                      # (a new row: the old file is still right for the old rows)
+    (v1,) = vector_files(path)
+    assert v1 != v0
+    with open_store(path) as s:
+        assert 'nv' in [it.id for it, _ in s.search(MAIN, embedding=EMB.embed_one('새 벡터 new vector', query=True), k=3)]
+        gone = np.asarray(s._col(USER).col.get(ids=['r3'], include=['embeddings'])['embeddings'][0], np.float32)
+        unit = (gone / np.linalg.norm(gone)).astype('<f4').tobytes()
+        assert unit in v1.read_bytes()                         # (the check below can fail)
+        s.delete(MAIN, ['r3'])
+        assert vector_files(path) == []                        # before the delete reached Chroma
+    (v2,) = vector_files(path)
+    assert unit not in v2.read_bytes()
+    with open_store(path) as s:
+        assert s.get(MAIN, ['r3']) == [] and mirror_of(s).on_disk
+        assert_exact(s)
+        s.drop_user(USER)
+        assert vector_files(path) == []
 
 
 def test_snapshot_parts_made_by_other_code_are_rebuilt(tmp_path, monkeypatch):
