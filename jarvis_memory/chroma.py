@@ -782,8 +782,7 @@ def _save_one(client, shared: _Shared, key: str, m) -> bool:
     if stamp is None: return False
     if stamp['rows'] != len(m):
         _log.error("mirror of %s has %d rows, Chroma %d: no snapshot written", m.name, len(m), stamp['rows']); return False
-    for old in [*(shared.path / _SNAP_DIR).glob(f'{key}.bin.tmp*'), *(shared.path / _SNAP_DIR).glob(f'{key}.vec.tmp*')]:
-        old.unlink(missing_ok=True)                              # (a crash while saving)
+    for old in (shared.path / _SNAP_DIR).glob(f'{key}.*.tmp*'): old.unlink(missing_ok=True)   # a crash while saving (rows or vectors)
     with m.lock: m.save(_snap_file(shared.path, key), stamp)
     shared.unlinked.discard(key)
     return True
