@@ -78,6 +78,60 @@ def _seg_rows(seg: tuple, codes: list):
 
 
 # %% ../nbs/04_mirror.ipynb #c458dcfd
+_GROUP_KEYS = ('layer', 'agent_id', 'source', 'active')     # `_gkey`'s fields
+
+def _factor(values, n: int, h=_hkey) -> tuple[np.ndarray, list]:
+    "`(codes by row, distinct values)` of `n` values, each passed through `h` (default `_hkey`, as in a group key)."
+    seen: dict = {}
+    return np.fromiter((seen.setdefault(h(v), len(seen)) for v in values), np.int32, n), list(seen)
+
+def _row_fields(metas: list) -> dict:
+    "What `_fill` reads of every row, from rows' metadata dicts (a rebuild from the store; a snapshot gives it as columns,"
+    "`_meta_rows`): the group fields and speakers factorised, `created_at` and `importance` as floats (`_num`), `has_vector`."
+    n = len(metas)
+    return {'group': [_factor((md.get(k) for md in metas), n) for k in _GROUP_KEYS],
+            'said': [_factor((md.get(k) for md in metas), n, lambda v: v) for k in _SPEAKER_KEYS],
+            'created_at': np.fromiter((_num(md.get('created_at')) for md in metas), np.float64, n),
+            'importance': np.fromiter((_num(md.get('importance')) for md in metas), np.float64, n),
+            'has_vector': np.fromiter((bool(md.get('has_vector')) for md in metas), bool, n)}
+
+def _first_codes(factors: list, n: int) -> tuple[np.ndarray, list]:
+    "One code per distinct combination of the factorised fields `[(codes, values)]`, numbered in the order of the first row"
+    "that has it, and each combination as a tuple of values: a `dict.setdefault` per row, without one."
+    if not n: return np.zeros(0, np.int32), []
+    c, span = np.zeros(n, np.int64), 1
+    for codes, vals in factors:
+        if span * max(1, len(vals)) >= 2**62:                # (numbered densely again first: the product would overflow)
+            o = np.argsort(c, kind='stable'); s = c[o]; c = np.empty(n, np.int64)
+            c[o] = np.cumsum(np.r_[False, s[1:] != s[:-1]]); span = int(c.max()) + 1
+        c, span = c * max(1, len(vals)) + codes, span * max(1, len(vals))
+    o = np.argsort(c, kind='stable'); s = c[o]
+    start = np.r_[True, s[1:] != s[:-1]]
+    first = o[start]                                         # the first row of each combination (stable sort)
+    rank = np.empty(first.size, np.int64); rank[np.argsort(first, kind='stable')] = np.arange(first.size)
+    out = np.empty(n, np.int32); out[o] = rank[np.cumsum(start) - 1]
+    combos = [tuple(vals[codes[r]] for codes, vals in factors) for r in np.sort(first).tolist()]
+    return out, combos
+
+def _sorted_keys(keys: list, rows: np.ndarray, ids: list) -> list:
+    "`sorted(zip(*keys, ids of rows))` for float arrays `keys` by position in `rows`, sorted by numpy; rows equal in every"
+    "key are put in id order as `sorted` does (a turn's pieces share its time). NaN keys, which `sorted` leaves unordered, go to `sorted`."
+    cols = [k.tolist() for k in keys]
+    if any(np.isnan(k).any() for k in keys): return sorted(zip(*cols, [ids[r] for r in rows.tolist()]))
+    o = np.lexsort(keys[::-1]) if len(keys) > 1 else np.argsort(keys[0], kind='stable')
+    ks = [k[o] for k in keys]
+    out = list(zip(*[k.tolist() for k in ks], [ids[r] for r in rows[o].tolist()]))
+    if len(o) > 1:
+        tie = np.ones(len(o) - 1, bool)
+        for k in ks: tie &= k[1:] == k[:-1]
+        i, n = 0, len(o) - 1
+        for j in np.flatnonzero(tie).tolist():               # runs of equal keys: ordered by id
+            if j < i: continue
+            e = j
+            while e < n and tie[e]: e += 1
+            out[j:e + 1] = sorted(out[j:e + 1]); i = e + 1
+    return out
+
 class _Group:
     "Sort keys of one group's rows, kept sorted: `(created_at, id)` and `(importance, created_at, id)`."
     __slots__ = ('by_time', 'by_imp')
@@ -116,10 +170,15 @@ class _Vectors:
         if rn not in self: return default
         self.has[rn] = False; self.n -= 1; self.version += 1
         return self.mat[rn].copy()
-    def adopt(self, has: np.ndarray, bits: np.ndarray, mat: np.ndarray):
-        "Take the vectors of rows `0..len(has)-1` as they are (a snapshot's vectors file: no copy, no sign bits recomputed)."
+    def adopt(self, has: np.ndarray, bits: np.ndarray, mat: np.ndarray, wanted: np.ndarray | None = None):
+        "Take the vectors of rows `0..len(has)-1` as they are (a snapshot's vectors file: no copy, no sign bits recomputed);"
+        "`wanted`: the rows that have a vector in the backend, by row (those not here become `missing`), else `missing` is kept less these."
         self.mat, self.bits, self.has, self.n = mat, bits, has.astype(bool), int(np.count_nonzero(has))
-        self.missing.difference_update(np.flatnonzero(self.has).tolist()); self.version += 1
+        if wanted is None: self.missing.difference_update(np.flatnonzero(self.has).tolist())
+        else:
+            w = np.array(wanted, bool); w[:min(w.size, self.has.size)] &= ~self.has[:w.size]
+            self.missing = set(np.flatnonzero(w).tolist())
+        self.version += 1
     def clear(self):
         "Drop every vector (they are fetched again where needed): rows that had one are `missing` now."
         self.missing.update(np.flatnonzero(self.has).tolist())
@@ -171,10 +230,10 @@ class _Mirror:
         if not ids: m.lex = LexicalIndex()                  # a new collection: BM25 terms kept from the first write, so its
         return m                                            # snapshot has them (no tokenising every row at the next start)
 
-    def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False, columns: dict | None = None):
+    def _fill(self, ids: list, docs: list, metas: list, frozen: bool = False, columns: dict | None = None, missing: bool = True):
         "The rows of a new mirror in bulk: each group's key lists sorted once, not an insort per row (`frozen`: metas are"
-        "`_freeze`d, and kept as given: a snapshot's are built lazily; `columns`: some metadata fields as lists by row, None"
-        "where a row lacks the key)."
+        "`_freeze`d, and kept as given: a snapshot's are built lazily; `columns`: what `_row_fields` reads of them, as"
+        "`_meta_rows` gives it). Returns `has_vector` by row; `missing` False: the caller sets `vec.missing` (`_restore`)."
         n = len(ids)
         self.ids, self.docs = list(ids), list(docs)
         self.metas = metas if frozen else [self._freeze(md or {}) for md in metas]
@@ -183,28 +242,29 @@ class _Mirror:
         self.valid = bytearray(n)
         cap = max(64, 1 << max(0, n - 1).bit_length())
         self.gcode, self.ctime = np.full(cap, -1, np.int32), np.zeros(cap)
-        def field(k):                                              # a column at a time: `_gkey` and `_num` of every row
-            c = (columns or {}).get(k)
-            return c if c is not None else [md.get(k) for md in self.metas]
-        def hkeys(c): return c if set(map(type, c)) <= {str, bool} else list(map(_hkey, c))     # (_hkey: str, bool unchanged)
-        def nums(c): return c if set(map(type, c)) <= {float} else list(map(_num, c))           # (_num: a float unchanged)
-        keys = list(zip(*(hkeys(field(k)) for k in ('layer', 'agent_id', 'source', 'active'))))
-        codes = self.codes
-        gcode = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int32, count=n)
-        ct, imp = nums(field('created_at')), nums(field('importance'))
-        who = [field(k) for k in _SPEAKER_KEYS]
+        f = columns if columns is not None else _row_fields(self.metas)    # by column, in numpy: no Python step per row but
+        gcode, keys = _first_codes(f['group'], n)                          # the sort keys' tuples (100k rows: 0.33 -> 0.1 s)
+        self.codes.update(zip(keys, range(len(keys))))
+        ct, imp = f['created_at'], f['importance']
         order = np.argsort(gcode, kind='stable')
-        bounds = np.r_[0, np.cumsum(np.bincount(gcode, minlength=len(codes)))].tolist()
-        for key, c in codes.items():                               # each group's sort keys, sorted once
-            rows = order[bounds[c]:bounds[c + 1]].tolist()
+        bounds = np.r_[0, np.cumsum(np.bincount(gcode, minlength=len(keys)))].tolist()
+        for key, c in self.codes.items():                          # each group's sort keys, sorted once
+            rows = order[bounds[c]:bounds[c + 1]]
             g = self.groups[key] = _Group()
-            g_ids, g_t = [self.ids[r] for r in rows], [ct[r] for r in rows]
-            g.by_time = sorted(zip(g_t, g_ids)); g.by_imp = sorted(zip([imp[r] for r in rows], g_t, g_ids))
-            said = Counter(w for col in who for r in rows if isinstance(w := col[r], str) and w)
-            if said: self.names[key] = said
+            g.by_time = _sorted_keys([ct[rows]], rows, self.ids)
+            g.by_imp = _sorted_keys([imp[rows], ct[rows]], rows, self.ids)
+        for codes, vals in f['said']:                              # the speakers' names each group's rows hold
+            named = np.array([isinstance(w, str) and bool(w) for w in vals], bool)
+            if not named.any(): continue
+            rows = np.flatnonzero(named[codes])
+            u, k = np.unique(gcode[rows].astype(np.int64) * len(vals) + codes[rows], return_counts=True)
+            for p, c in zip(u.tolist(), k.tolist()):
+                g, w = divmod(p, len(vals))
+                self.names.setdefault(keys[g], Counter())[vals[w]] += c
         self.gcode[:n], self.ctime[:n] = gcode, ct
-        self.short = {rn for rn, d in enumerate(self.docs) if len(d) < 2}
-        self.vec.missing = {rn for rn, v in enumerate(field('has_vector')) if v}   # fetched when `nearest` needs them
+        self.short = set(np.flatnonzero(np.fromiter(map(len, self.docs), np.int64, n) < 2).tolist())
+        if missing: self.vec.missing = set(np.flatnonzero(f['has_vector']).tolist())   # fetched when `nearest` needs them
+        return f['has_vector']
 
     def __len__(self): return len(self.rn)
 
@@ -683,7 +743,6 @@ def _values(col: tuple) -> list:
     if voc is not None: return list(map(voc.__getitem__, data.tolist()))
     return data.tolist() if isinstance(data, np.ndarray) else data
 
-_FIELDS = ('layer', 'agent_id', 'source', 'active', 'created_at', 'importance', 'has_vector', *_SPEAKER_KEYS)   # what `_fill` reads of every row
 _UNBUILT = object()
 
 class _LazyMetas(list):
@@ -710,8 +769,9 @@ class _LazyMetas(list):
 
 @patch
 def _meta_rows(self: _Mirror, mc: dict, arrays: dict, which: np.ndarray) -> tuple[_LazyMetas, dict]:
-    "The frozen metadata dicts back from `_meta_columns`, built lazily (`_LazyMetas`), and the `_FIELDS` as columns by row"
-    "(`_fill` reads them of every row). Anything that does not fit is `SnapshotUnusable` (damaged)."
+    "The frozen metadata dicts back from `_meta_columns`, built lazily (`_LazyMetas`), and what `_fill` reads of every row"
+    "in the form `_row_fields` gives (the group fields and speakers factorised by their columns' distinct values, not row"
+    "by row). Anything that does not fit is `SnapshotUnusable` (damaged)."
     s, keys, cols, n = self._strs, mc['keys'], mc['cols'], len(which)
     if not (isinstance(keys, list) and isinstance(cols, list) and len(cols) == len(keys)) or (n and not 0 <= which.min() <= which.max() < len(keys)):
         raise SnapshotUnusable("metadata schemas do not fit together", True)
@@ -719,12 +779,22 @@ def _meta_rows(self: _Mirror, mc: dict, arrays: dict, which: np.ndarray) -> tupl
     counts = np.bincount(which, minlength=len(keys)) if n else np.zeros(len(keys), np.int64)
     bounds = np.r_[0, np.cumsum(counts)]
     pos = np.empty(n, np.int64); pos[order] = np.arange(n) - bounds[which[order]]
-    fields = {k: np.full(n, None, object) for k in _FIELDS}
+    fac = {k: ({}, np.zeros(n, np.int32)) for k in (*_GROUP_KEYS, *_SPEAKER_KEYS)}     # value -> code; codes by row
+    num = {k: np.full(n, -math.inf) for k in ('created_at', 'importance')}
+    hv = np.zeros(n, bool)
+    def factor(k, rows, kind, a, voc, c):                  # rows' codes of field `k` from one schema's column
+        seen, codes = fac[k]
+        h = _hkey if k in _GROUP_KEYS else (lambda v: v)
+        if kind == 's': codes[rows] = np.array([seen.setdefault(v, len(seen)) for v in voc], np.int32)[a] if voc else 0
+        elif kind == 'b': codes[rows] = np.array([seen.setdefault(v, len(seen)) for v in (False, True)], np.int32)[a.astype(np.intp)]
+        else: codes[rows] = [seen.setdefault(h(v), len(seen)) for v in (c if kind == 'j' else a.tolist())]
     schemas = []
     for ks, cs, lo, hi in zip(keys, cols, bounds[:-1].tolist(), bounds[1:].tolist()):
         if not (isinstance(ks, list) and isinstance(cs, list) and len(cs) == len(ks)) or set(map(type, ks)) - {str}:
             raise SnapshotUnusable("metadata columns do not fit together", True)
         ks, rows, columns = tuple(s.setdefault(k, k) for k in ks), order[lo:hi], []
+        for k in set(fac).difference(ks):                      # a field these rows lack: None
+            seen, codes = fac[k]; codes[rows] = seen.setdefault(_hkey(None) if k in _GROUP_KEYS else None, len(seen))
         for k, d in zip(ks, cs):
             kind = d[0] if isinstance(d, list) and d else None
             if kind == 'j':
@@ -740,19 +810,23 @@ def _meta_rows(self: _Mirror, mc: dict, arrays: dict, which: np.ndarray) -> tupl
                     if voc is None or set(map(type, voc)) - {str} or (a.size and not 0 <= a.min() <= a.max() < len(voc)):
                         raise SnapshotUnusable("a string column does not fit", True)
                     voc = [s.setdefault(v, v) if len(v) <= 64 else v for v in voc]      # each distinct string interned once
-                    vo = np.empty(len(voc), object); vo[:] = voc
-                    col, obj = (a, voc), vo[a]
-                else: col, obj = (a, None), a.astype(object)        # (Python floats, ints, bools: not numpy scalars)
+                    col = (a, voc)
+                else: col = (a, None)
             columns.append(col)
-            if k in fields: fields[k][rows] = _objects(c) if kind == 'j' else obj
+            voc, a = col[1], col[0]
+            if k in fac: factor(k, rows, kind, a, voc, c if kind == 'j' else None)
+            elif k in num:                                 # `_num`: floats and ints, not bools or strings
+                if kind == 'f': num[k][rows] = a
+                elif kind == 'i': num[k][rows] = a.astype(np.float64)
+                elif kind == 'j': num[k][rows] = [_num(v) for v in c]
+            elif k == 'has_vector':                        # truth, as `if md.get('has_vector')`
+                if kind == 'j': hv[rows] = [bool(v) for v in c]
+                elif kind == 's': hv[rows] = np.array([bool(v) for v in voc] or [False], bool)[a]
+                else: hv[rows] = a != 0
         schemas.append([ks, columns, None])
-    return _LazyMetas(schemas, which.tolist(), pos.tolist()), {k: v.tolist() for k, v in fields.items()}
-
-def _objects(c: list) -> np.ndarray:
-    "A list as a 1-d object array (tuples stay elements)."
-    o = np.empty(len(c), object)
-    for i, v in enumerate(c): o[i] = v
-    return o
+    fields = {'group': [(fac[k][1], list(fac[k][0])) for k in _GROUP_KEYS], 'said': [(fac[k][1], list(fac[k][0])) for k in _SPEAKER_KEYS],
+              **num, 'has_vector': hv}
+    return _LazyMetas(schemas, which.tolist(), pos.tolist()), fields
 
 def _compact_segments(segments: list, keep: np.ndarray) -> list:
     "The keyword segments renumbered for the live rows only (`keep`: a bool per row): postings of gone rows dropped."
@@ -871,8 +945,10 @@ def _read_vectors(folder: Path, ref, rows) -> tuple:
     bits = np.frombuffer(data, np.uint8, n * nb, off).reshape(n, nb); off += n * nb
     return has, bits, np.frombuffer(data, '<f4', n * d, off).reshape(n, d)
 
-def _read_snapshot(path, stamp: dict) -> tuple[dict, dict]:
+def _read_snapshot(path, stamp: dict, later: bool = False) -> tuple:
     "The header and parts of the snapshot at `path` if it mirrors exactly `stamp` (same collection, rows, write sequence), else `SnapshotUnusable`."
+    "`later`: the checksum is computed in a thread and `(header, parts, verified)` returned; `verified()` raises"
+    "`SnapshotUnusable` if it does not match (the caller decodes meanwhile, and trusts nothing before it returns)."
     try: data = Path(path).read_bytes()
     except FileNotFoundError: raise SnapshotUnusable("no snapshot") from None
     except OSError as e: raise SnapshotUnusable(f"cannot read it: {e}", True) from None
@@ -888,15 +964,21 @@ def _read_snapshot(path, stamp: dict) -> tuple[dict, dict]:
         if h.get(k) != v: raise SnapshotUnusable(f"{k} is {h.get(k)!r:.60} in the snapshot, {v!r:.60} in the store")
     if h.get('live') != stamp.get('rows', h.get('live')): raise SnapshotUnusable("live rows differ from the row count")
     payload = memoryview(data)[_HEAD.size + n + _DIGEST:]
-    digest = hashlib.sha256(head); digest.update(payload)      # (no copy of the payload)
-    if digest.digest() != data[_HEAD.size + n:_HEAD.size + n + _DIGEST]:
-        raise SnapshotUnusable("checksum mismatch", True)
-    return h, _unpack(h.get('parts') or [], payload)
+    def check():
+        digest = hashlib.sha256(head); digest.update(payload)      # (no copy of the payload)
+        if digest.digest() != data[_HEAD.size + n:_HEAD.size + n + _DIGEST]:
+            raise SnapshotUnusable("checksum mismatch", True)
+    if not later:
+        check()
+        return h, _unpack(h.get('parts') or [], payload)
+    verified = _in_thread(check)
+    try: return h, _unpack(h.get('parts') or [], payload), verified
+    except SnapshotUnusable: verified(); raise
 
 @classmethod
 def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
     "The mirror saved at `path`, if it mirrors exactly `stamp`; else `SnapshotUnusable` (the caller rebuilds from the store)."
-    h, p = _read_snapshot(path, stamp)
+    h, p, verified = _read_snapshot(path, stamp, later=True)  # its checksum in a thread too (hashlib releases the interpreter)
     vecs = None if h.get('vectors') is None else _in_thread(_read_vectors, Path(path).parent, h['vectors'], h.get('live'))
     gc_on = gc.isenabled(); gc.disable()               # ~10^6 objects made, none in a cycle: the collector's passes over
     try:                                               # them were ~15% of a restore at 100k rows
@@ -906,7 +988,7 @@ def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
             raise SnapshotUnusable("rows do not fit together", True)
         m = cls(key, name)
         metas, columns = m._meta_rows(rows['metas'], p, p['schema'])
-        m._fill(ids, docs, metas, frozen=True, columns=columns)
+        hv = m._fill(ids, docs, metas, frozen=True, columns=columns, missing=vecs is None)
         code = _code_stamps()
         v = p.get('valid')                                 # rows already checked as items, by the same rules: not again
         if v is not None and code.get('items') is not None and h['code'].get('items') == code['items'] and v.size == len(ids) and v.dtype == np.uint8:
@@ -929,12 +1011,14 @@ def _restore(cls, key: str, name: str, path, stamp: dict) -> _Mirror:
             arrays = {k[4:]: v for k, v in p.items() if k.startswith('lex_') and k != 'lex_words'}
             m.lex_saved = _SavedLex(LexicalIndex().load_terms(ids=w['ids'], vocab=w['vocab'], **arrays), set())
         if vecs is not None:                               # the vectors it held (unit, by live row number), from their file
-            m.vec.adopt(*vecs())
+            m.vec.adopt(*vecs(), wanted=hv)
             m.vec_saved = ((m.vec.version, 0), h['vectors'])
         m.on_disk, m.lex_on_disk = True, bool(h.get('lexical')) and m.lex_saved is not None
+        verified()
         return m
-    except SnapshotUnusable: raise
+    except SnapshotUnusable: verified(); raise             # (a damaged file says so first, whatever its decoding met)
     except (KeyError, TypeError, ValueError, IndexError, LexicalError) as e:
+        verified()
         raise SnapshotUnusable(f"cannot decode it: {type(e).__name__}: {e}", True) from None
     finally:
         if gc_on: gc.enable()

@@ -93,8 +93,10 @@ def mirror_of(store) -> _Mirror:
 
 
 def state(m: _Mirror):
+    "Rows, each group's sort keys and speakers' names, and which rows hold one character, by id."
     live = {i: (m.docs[rn], m.metas[rn]) for i, rn in m.rn.items()}
-    return live, {key: (g.by_time, g.by_imp) for key, g in m.groups.items() if g.by_time}
+    return (live, {key: (g.by_time, g.by_imp) for key, g in m.groups.items() if g.by_time},
+            {key: +c for key, c in m.names.items() if +c}, {m.ids[rn] for rn in m.short})
 
 
 def assert_exact(store):
