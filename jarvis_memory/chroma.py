@@ -24,7 +24,7 @@ from .embeddings import Embedder, EmbeddingError
 from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP, said_by,
                                  _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks, passes_floor)
-from .mirror import _Mirror, _FLUSH_N, _SMALL, SnapshotUnusable
+from .mirror import _Mirror, _FLUSH_N, _SMALL, SnapshotUnusable, _in_thread
 from .lexical import LexicalIndex, lexical_text
 from .language import recall_terms, case_variants
 
@@ -838,11 +838,14 @@ def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
     key, pre = str(c.col.id), None
     try:
         if self.path is not None:
-            try:
-                stamp = _stamp(self.path, key, c.col.name)
-                if stamp is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
-                if not self._exact(stamp['rows']) and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
-                return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
+            got = _in_thread(_stamp, self.path, key, c.col.name)   # Chroma's row count and write sequence (sqlite releases the
+            def stamp():                                        # interpreter): asked while the snapshot file is read
+                nonlocal pre
+                s = got()
+                if s is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
+                if not self._exact(s['rows']) and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
+                return s
+            try: return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
             except SnapshotUnusable as e:
                 if str(e) != 'no snapshot':
                     (_log.warning if e.damaged else _log.info)("mirror snapshot of %s is %s (%s); reading the rows from Chroma",
