@@ -137,7 +137,23 @@ def bytecode_note() -> str:
     cached = Path(importlib.util.cache_from_source(spec.origin)).exists()
     off = bool(os.environ.get('PYTHONDONTWRITEBYTECODE'))     # what the children inherit (this process's -B they do not)
     return (f"chromadb's bytecode is {'cached' if cached else 'NOT cached: fresh processes compile its modules at import'}"
-            + ('; PYTHONDONTWRITEBYTECODE is set, so none is written' if off else ''))
+            + f"; {own_bytecode_note()}" + ('; PYTHONDONTWRITEBYTECODE is set, so none is written' if off else ''))
+
+
+def own_bytecode_note() -> str:
+    "How many of the jarvis_memory modules a cold start imports have bytecode older than their source: in a checkout edited where"
+    "PYTHONDONTWRITEBYTECODE is set, each fresh process compiles them again (the service import 0.12 -> 0.22 s here,"
+    "2026-12-07: a 10k cold start measured 0.42 s that was 0.23 s once the bytecode was current)."
+    import importlib.util
+    try: import jarvis_memory.service, jarvis_memory.chroma             # (the modules a cold start imports)
+    except ImportError as e: return f'jarvis_memory is not importable: {e}'
+    srcs = sorted({Path(m.__file__) for k, m in list(sys.modules.items()) if k.startswith('jarvis_memory.') and getattr(m, '__file__', None)})
+    def stale(f):
+        c = Path(importlib.util.cache_from_source(str(f)))
+        return not c.exists() or c.stat().st_mtime < f.stat().st_mtime
+    n = sum(map(stale, srcs))
+    return f"jarvis_memory's bytecode is current for all {len(srcs)} modules" if not n else \
+           f"jarvis_memory's bytecode is missing or older than the source for {n} of {len(srcs)} modules (compiled at every import)"
 
 
 def main():
