@@ -839,11 +839,13 @@ def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
     try:
         if self.path is not None:
             got = _in_thread(_stamp, self.path, key, c.col.name)   # Chroma's row count and write sequence (sqlite releases the
-            def stamp():                                        # interpreter): asked while the snapshot file is read
+            def prefetch(s):                                    # interpreter): asked while the snapshot file is read
                 nonlocal pre
-                s = got()
+                if pre is None and s is not None and not self._exact(s['rows']) and self._fast_search and not c.keyword_only:
+                    pre = _prefetch_index(c)
+            def stamp():
+                s = got(); prefetch(s)
                 if s is None: raise SnapshotUnusable("Chroma's write sequence cannot be read")
-                if not self._exact(s['rows']) and self._fast_search and not c.keyword_only: pre = _prefetch_index(c)
                 return s
             try: return _Mirror.restore(key, c.col.name, _snap_file(self.path, key), stamp)
             except SnapshotUnusable as e:
@@ -851,6 +853,7 @@ def _load_mirror(self: ChromaStore, c: _Col) -> _Mirror:
                     (_log.warning if e.damaged else _log.info)("mirror snapshot of %s is %s (%s); reading the rows from Chroma",
                                                                c.col.name, 'damaged' if e.damaged else 'not current', e)
                     _unsnap(self._shared, key, vectors=True)
+                prefetch(got())                                 # (no snapshot read: the index loads while the rows do)
         return _Mirror.load(key, c.col)
     finally:
         if pre is not None: pre.join()              # (the first search finds the index loaded, never half)
