@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, sys, threading, time, weakref
+import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, struct, sys, threading, time, weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +82,37 @@ def __getattr__(name):                  # (`jarvis_memory.chroma.JarvisEmbedding
 # %% ../nbs/05_chroma.ipynb #6e0acaf8
 HNSW_CONFIG = {"hnsw": {"space": "cosine", "ef_search": 500, "ef_construction": 200, "max_neighbors": 32}}
 
+# %% ../nbs/05_chroma.ipynb #7db99916
+_HNSW_HEADER = struct.Struct('<iQQQQQQiIQQQdQ')   # hnswlib's header.bin, version 1 (HEADER_FIELDS of chroma-core/hnswlib)
+
+def _zero_tail(f: Path, start: int, chunk: int = 1 << 20) -> int:
+    "Write zeros over file `f` from byte `start` to its end where it is not zero already; returns the bytes zeroed."
+    n = 0
+    with open(f, 'r+b') as fh:
+        end, pos = fh.seek(0, os.SEEK_END), start
+        while pos < end:
+            fh.seek(pos); b = fh.read(min(chunk, end - pos))
+            if not b: break
+            if b.count(0) != len(b): fh.seek(pos); fh.write(bytes(len(b))); n += len(b)
+            pos += len(b)
+        if n: fh.flush(); os.fsync(fh.fileno())
+    return n
+
+def _clear_index_slack(path: Path) -> int:
+    "Zero the unused tails of the HNSW index files of embedded store `path` (heap memory hnswlib wrote with them); returns the bytes zeroed."
+    n = 0
+    for h in sorted(path.glob('*/header.bin')):
+        try:
+            raw = h.read_bytes()
+            if len(raw) != _HNSW_HEADER.size: raise ValueError(f"a header of {len(raw)} bytes")
+            ver, _, cap, cur, per, label, *_ = _HNSW_HEADER.unpack(raw)
+            if ver != 1 or per <= 0 or cur > cap or label + 8 > per: raise ValueError(f"version {ver}, {cur} of {cap} rows of {per} bytes")
+            for f, start in ((h.parent / 'data_level0.bin', cur * per), (h.parent / 'length.bin', cur * 4)):
+                if f.exists(): n += _zero_tail(f, start)
+        except (OSError, ValueError) as e:
+            _log.warning("could not clear the unused bytes of Chroma's vector index in %s (%s): deleted rows' text may stay there", h.parent, e)
+    return n
+
 # %% ../nbs/05_chroma.ipynb #5a531af7
 _LOCK_NAME, _PID_NAME = '.jarvis_memory.lock', '.jarvis_memory.lock.pid'
 
@@ -144,6 +175,7 @@ def _release(sh: _Shared, client=None):
             try: c.close()
             except Exception: pass
         sh.retired.clear()
+        if sh.path is not None and not sh.forked: _clear_index_slack(sh.path)   # Chroma closed: see "Chroma's index files"
         _REGISTRY.pop(sh.key, None)
         if sh.journal is not None: sh.journal.close()
         if sh.file_lock is not None:
@@ -908,6 +940,8 @@ def flush(self: ChromaStore) -> int:
     "Write deferred `touch`es (last_accessed) to Chroma now, then the mirrors' snapshots; returns how many rows were written."
     n = _flush_all(self._client, self._shared)
     _save_mirrors(self._client, self._shared)
+    if self.path is not None:
+        with self._shared.write: _clear_index_slack(self.path)     # see "Chroma's index files"
     return n
 
 # %% ../nbs/05_chroma.ipynb #db9fcf0d
@@ -1725,7 +1759,7 @@ def _resume_vectors(self: ChromaStore):
 @patch
 @_guarded
 def scrub(self: ChromaStore) -> bool:
-    "Remove deleted rows' text from the embedded store's files (queue, full-text index, free pages); False in server mode."
+    "Remove deleted rows' text from the embedded store's files (queue, full-text index, free pages, index slack); False in server mode."
     if self.path is None:
         _log.warning("scrub: the files of %s are the server's; run `chroma utils vacuum` on the server's path", self.location)
         return False
@@ -1745,4 +1779,5 @@ def scrub(self: ChromaStore) -> bool:
             con.execute('VACUUM')
         except sqlite3.Error as e: raise StoreUnavailable(f"scrub of {self.path} failed: {e}") from e
         finally: con.close()
+        _clear_index_slack(self.path)                   # and the vector index's unused bytes (below)
     return True
