@@ -29,6 +29,7 @@ class Embedder:
     "Base class: `embed(texts, query=False)` -> float32 `(len(texts), dim)` array of L2-normalised rows."
     name: str = 'embedder'
     dim: int = 0
+    symmetric: bool = False       # True when `query` changes nothing: a query and a passage of one text share a vector
 
     def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         "Embed `texts`; `query=True` marks search queries (providers that distinguish them, e.g. e5, use it)."
@@ -95,6 +96,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 class HashingEmbedder(Embedder):
     "Deterministic feature-hashing embedder (words + character 2/3-grams). FOR FAST UNIT TESTS ONLY: not semantic."
+    symmetric = True
     def __init__(self, dim: int = 256):
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8: raise EmbeddingError(f"dim must be an int >= 8, got {dim!r}")
         self.dim, self.name = dim, f'hashing-{dim}'
@@ -163,7 +165,7 @@ def _make_use():
 
 class UseEmbedder(Embedder):
     "Google USE multilingual v3 (512-d, offline, numpy only); the default provider (S-11.1). `query` is ignored."
-    name, dim = 'use-multilingual-v3', 512
+    name, dim, symmetric = 'use-multilingual-v3', 512, True
     def __init__(self, batch_size: int = 256): self.batch_size = _check_batch(batch_size)
 
     def _embed(self, texts, query):
@@ -321,8 +323,12 @@ class CachedEmbedder(Embedder):
             self._conn, self._pid = c, os.getpid()
         return self._conn
 
+    @property
+    def symmetric(self) -> bool: return self.inner.symmetric
+
     def _key(self, text: str, query: bool) -> bytes:
-        return hashlib.blake2b('\x00'.join((self.name, 'q' if query else 'p', text)).encode('utf-8'), digest_size=20).digest()
+        role = '' if self.inner.symmetric else 'q' if query else 'p'      # one row per text where the role changes nothing
+        return hashlib.blake2b('\x00'.join((self.name, role, text)).encode('utf-8'), digest_size=20).digest()
 
     def _embed(self, texts, query):
         keys = [self._key(t, query) for t in texts]
