@@ -113,8 +113,8 @@ def answer_hit(question: Question, shown: list[Shown], kind: str | None = None) 
     if question.adversarial_answer is not None or kind == 'adversarial': return None
     parts = answer_parts(question.answer, kind)
     if not parts: return None
-    texts = [normalize_answer(s.text) for s in shown]
-    return all(any(contains_answer(t, p) for t in texts) for p in parts)
+    text = '\n'.join(normalize_answer(s.text) for s in shown)   # one search per part: a normalised part has no newline and
+    return all(contains_answer(text, p) for p in parts)          # '\n' is no word character, so it matches inside one item
 
 # %% ../nbs/32_metrics.ipynb #38a6c28d
 @dataclass
@@ -146,7 +146,7 @@ def score_question(question: Question, conversation: Conversation, shown: list[S
     if question.conversation_id != conversation.id:
         raise EvalError(f"question {question.id!r} is about {question.conversation_id!r}, not {conversation.id!r}")
     ts = turn_sessions if turn_sessions is not None else conversation.turn_sessions()
-    shown = [as_shown(s) for s in shown]
+    shown = [s if isinstance(s, Shown) else as_shown(s) for s in shown]   # (read only: no copy of a `Shown`)
     gold = [e for e in question.evidence if e in ts]
     if len(gold) != len(question.evidence):
         raise EvalError(f"question {question.id!r}: evidence {sorted(set(question.evidence) - set(ts))} not in conversation {conversation.id!r}")
