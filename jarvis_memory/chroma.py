@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, socket, struct, sys, threading, time, weakref
+import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, shutil, socket, struct, sys, threading, time, uuid, weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +112,22 @@ def _clear_index_slack(path: Path) -> int:
         except (OSError, ValueError) as e:
             _log.warning("could not clear the unused bytes of Chroma's vector index in %s (%s): deleted rows' text may stay there", h.parent, e)
     return n
+
+_HNSW_FILES = frozenset({'header.bin', 'data_level0.bin', 'length.bin', 'link_lists.bin', 'index_metadata.pickle'})
+
+def _remove_orphan_indexes(path: Path, live: set) -> list:
+    "Remove the vector index directories under embedded store `path` of segments Chroma no longer has (`live`: its VECTOR"
+    "segment ids): `delete_collection` leaves them behind, vectors and all. Only a directory named by a UUID that holds"
+    "nothing but index files goes; returns their names."
+    gone = []
+    for p in sorted(path.iterdir()):
+        if not p.is_dir() or p.name in live: continue
+        try: uuid.UUID(p.name)
+        except ValueError: continue
+        try:
+            if all(f.is_file() and f.name in _HNSW_FILES for f in p.iterdir()): shutil.rmtree(p); gone.append(p.name)
+        except OSError as e: _log.warning("could not remove the vector index %s of a deleted collection (%s): its vectors stay there", p, e)
+    return gone
 
 # %% ../nbs/05_chroma.ipynb #5a531af7
 _LOCK_NAME, _PID_NAME = '.jarvis_memory.lock', '.jarvis_memory.lock.pid'
@@ -1759,7 +1775,8 @@ def _resume_vectors(self: ChromaStore):
 @patch
 @_guarded
 def scrub(self: ChromaStore) -> bool:
-    "Remove deleted rows' text from the embedded store's files (queue, full-text index, free pages, index slack); False in server mode."
+    "Remove deleted rows' text and vectors from the embedded store's files (queue, full-text index, free pages, index slack, dropped"
+    "users' indexes); False in server mode."
     if self.path is None:
         _log.warning("scrub: the files of %s are the server's; run `chroma utils vacuum` on the server's path", self.location)
         return False
@@ -1777,7 +1794,9 @@ def scrub(self: ChromaStore) -> bool:
                         "FROM embeddings_queue q WHERE q.id = embeddings_queue.id AND q.topic = embeddings_queue.topic))")
             con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
             con.execute('VACUUM')
+            live = {r[0] for r in con.execute("SELECT id FROM segments WHERE scope = 'VECTOR'")}
         except sqlite3.Error as e: raise StoreUnavailable(f"scrub of {self.path} failed: {e}") from e
         finally: con.close()
+        _remove_orphan_indexes(self.path, live)         # a dropped user's vectors (below)
         _clear_index_slack(self.path)                   # and the vector index's unused bytes (below)
     return True

@@ -297,3 +297,23 @@ def test_forgotten_text_is_in_no_index_file(tmp_path):
         assert on_disk(path, 'QZXW') == []
         with ChromaStore(Settings(), embedder=HashingEmbedder(64), path=path) as st:
             assert [it.content for it, _ in st.search(me, '남는 기억', k=1)] == ['남는 기억']
+
+
+def test_a_dropped_users_vectors_leave_the_disk_at_scrub(tmp_path):
+    """Account deletion: Chroma's delete_collection leaves the user's HNSW directory, vectors and all; `scrub` must
+    remove it (and only it). The user's vectors are looked for byte for byte in every file."""
+    import numpy as np
+    emb, path = HashingEmbedder(64), tmp_path / 'chroma'
+    bob, alice = MemoryScope('bob', 'main', 's1'), MemoryScope('alice', 'main', 's1')
+    texts = [f'거주지: 대전 {i}' for i in range(1200)]                # past Chroma's 1,000-row sync: the index holds them
+    pats = [v.astype(np.float32).tobytes() for v in emb.embed(texts)[::100]]
+    def holding():
+        return sorted({p.name for p in path.rglob('*') if p.is_file() for x in pats if x in p.read_bytes()})
+    with ChromaStore(Settings(), embedder=emb, path=path) as st:
+        st.put([MemoryItem.new(alice, 'turn', 'U: 알리스의 기억\nA: 네', id='a1')])
+        st.put([MemoryItem.new(bob, 'explicit', t) for t in texts]); st.flush()
+        assert 'data_level0.bin' in holding()
+        assert st.drop_user('bob') == 1200
+        assert st.scrub() and holding() == []
+    with ChromaStore(Settings(), embedder=emb, path=path) as st:
+        assert [it.id for it, _ in st.search(alice, '알리스의 기억', k=1)] == ['a1']
