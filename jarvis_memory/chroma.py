@@ -191,7 +191,9 @@ def _release(sh: _Shared, client=None):
             try: c.close()
             except Exception: pass
         sh.retired.clear()
-        if sh.path is not None and not sh.forked: _clear_index_slack(sh.path)   # Chroma closed: see "Chroma's index files"
+        if sh.path is not None and not sh.forked:
+            try: _clear_index_slack(sh.path)              # Chroma closed: see "Chroma's index files"
+            except Exception as e: _log.warning("could not check Chroma's vector index files at close: %s", e)   # (the lock is released still)
         _REGISTRY.pop(sh.key, None)
         if sh.journal is not None: sh.journal.close()
         if sh.file_lock is not None:
