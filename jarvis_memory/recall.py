@@ -34,7 +34,7 @@ __all__ = ['CORE_HEADER', 'RECALL_HEADER', 'ROLE_NAMES', 'RECALL_FILTER', 'LEGS'
            'time_legs', 'collect', 'recall_limits', 'recall']
 
 # %% ../nbs/19_recall.ipynb #fa2cee6f
-from .language import text_language, _SENTENCE_END, _letters, _decide
+from .language import _SENTENCE_END, _letters, _decide
 
 CORE_HEADER, RECALL_HEADER = '[핵심 사실]', '[장기 기억]'
 ROLE_NAMES = {'ko': ('사용자', '비서'), 'en': ('User', 'Assistant')}     # who spoke, when a memory records no names
