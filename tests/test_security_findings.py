@@ -308,7 +308,8 @@ def test_a_dropped_users_vectors_leave_the_disk_at_scrub(tmp_path):
     texts = [f'거주지: 대전 {i}' for i in range(1200)]                # past Chroma's 1,000-row sync: the index holds them
     pats = [v.astype(np.float32).tobytes() for v in emb.embed(texts)[::100]]
     def holding():
-        return sorted({p.name for p in path.rglob('*') if p.is_file() for x in pats if x in p.read_bytes()})
+        files = ((p.name, p.read_bytes()) for p in path.rglob('*') if p.is_file())     # (each file read once)
+        return sorted({name for name, data in files if any(x in data for x in pats)})
     with ChromaStore(Settings(), embedder=emb, path=path) as st:
         st.put([MemoryItem.new(alice, 'turn', 'U: 알리스의 기억\nA: 네', id='a1')])
         st.put([MemoryItem.new(bob, 'explicit', t) for t in texts]); st.flush()
