@@ -167,6 +167,7 @@ def session_key(item: MemoryItem) -> tuple | None:
 
 # %% ../nbs/19_recall.ipynb #c2739974
 RECALL_FILTER = Filter(layers=('semantic', 'edm'), exclude_sources=('thought',))
+_NO_POOLS = frozenset()            # a new candidate's pools: `merge_pools` labels it
 
 def _check_store(store) -> MemoryStore:
     if not is_store(store): raise StoreError(f"store must be a MemoryStore (e.g. ChromaStore), got {type(store).__name__}")
@@ -274,11 +275,11 @@ def gather(store: MemoryStore, scope: MemoryScope, query: str, terms: list[str],
         nolex = [i for i in dict.fromkeys([*chosen, *cos]) if i not in bm]
         if nolex: bm.update(store.lexical_scores(scope, query, nolex))
     made, share = {}, term_sharer(terms)
-    def cand(it):                                    # (one Candidate per item, whichever pools hold it)
-        if (got := made.get(it.id)) is not None: return got
+    def cand(it):                                    # (one Candidate per item, whichever pools hold it; its parts are
+        if (got := made.get(it.id)) is not None: return got     # made here, in range, so `_candidate` skips the checks)
         c = cos.get(it.id)
-        got = made[it.id] = Candidate(it, None if c is None else max(-1.0, min(1.0, c)), share(it.content),
-                                      lexical=max(0.0, bm.get(it.id, 0.0)), timely=_timely(it, ranges, when), initiative=said.get(it.id, 0.0))
+        got = made[it.id] = _candidate(it, None if c is None else max(-1.0, min(1.0, c)), share(it.content), _NO_POOLS,
+                                       max(0.0, bm.get(it.id, 0.0)), _timely(it, ranges, when), initiative=said.get(it.id, 0.0))
         return got
     return merge_pools({'newest': [cand(i) for i in by_new], 'important': [cand(i) for i in by_imp],
                         'nearest': [cand(it) for it, _ in vec], 'keyword': [cand(i) for i in kw[:n]],
