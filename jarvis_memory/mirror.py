@@ -157,7 +157,7 @@ _LEX_CONTEXT = frozenset({*(_MP + k for k in CONTEXT_KEYS), 'created_at'})   # r
 class _Vectors:
     "Unit vectors by row number in one float32 matrix that grows by doubling; `missing`: rows with a vector in the backend but not here;"
     "`bits`: each vector's signs, one bit a dimension (`shortlist`). `version` counts changes (a snapshot's vectors file is"
-    "rewritten only when they changed, `save`); `mat` and `bits` may be read-only views of that file until the first write."
+    "rewritten only when they changed, `save`); `mat` and `bits` may be views of that file's bytes as read (`_read_file`)."
     def __init__(self): self.mat, self.bits, self.has, self.n, self.missing, self.version = None, None, np.zeros(0, bool), 0, set(), 0
     def __len__(self): return self.n
     def __contains__(self, rn) -> bool: return rn < self.has.size and bool(self.has[rn])
@@ -174,7 +174,7 @@ class _Vectors:
             mat[:len(self.mat)], has[:self.has.size] = self.mat, self.has
             if self.bits is not None: bits[:len(self.bits)] = self.bits
             self.mat, self.has, self.bits = mat, has, bits
-        elif not self.mat.flags.writeable:                      # (vectors a snapshot brought: copied at the first write)
+        elif not self.mat.flags.writeable:                      # (read-only vectors `adopt` took: copied at the first write)
             self.mat, self.bits = self.mat.copy(), self.bits.copy()
         self.mat[rn] = v / max(float(np.linalg.norm(v)), 1e-30)
         self.bits[rn] = np.packbits(v > 0)
@@ -955,12 +955,23 @@ def _in_thread(f, *args):
         return box['r']
     return result
 
+def _read_file(path: Path) -> np.ndarray:
+    "The bytes of `path` in one numpy array of this process's own memory, where `read_bytes` gives an immutable `bytes`:"
+    "views of it are writable, so the first write after a start does not copy the matrix (100k x 512: 200 MB), and numpy"
+    "asks the kernel for huge pages for it (`MADV_HUGEPAGE`), so gathering a shortlist's rows misses the TLB less."
+    with open(path, 'rb') as f:
+        size = os.fstat(f.fileno()).st_size
+        data = np.empty(size, np.uint8)
+        got = f.readinto(data) if size else 0
+    if got != size: raise OSError(f"read {got} of {size} bytes (the file changed while it was read)")
+    return data
+
 def _read_vectors(folder: Path, ref, rows) -> tuple:
-    "`has`, signs and unit vectors of the vectors file `ref` names (read-only views of it), if its SHA-256 is the one"
-    "the snapshot's header gives; else `SnapshotUnusable` (damaged)."
+    "`has`, signs and unit vectors of the vectors file `ref` names (views of one array holding it, `_read_file`), if its"
+    "SHA-256 is the one the snapshot's header gives; else `SnapshotUnusable` (damaged)."
     if not (isinstance(ref, dict) and isinstance(ref.get('file'), str) and '/' not in ref['file'] and isinstance(ref.get('sha256'), str)):
         raise SnapshotUnusable("its vectors reference is malformed", True)
-    try: data = (folder / ref['file']).read_bytes()
+    try: data = _read_file(folder / ref['file'])
     except OSError as e: raise SnapshotUnusable(f"its vectors file cannot be read: {e}", True) from None
     if hashlib.sha256(data).hexdigest() != ref['sha256']: raise SnapshotUnusable("vectors file checksum mismatch", True)
     if len(data) < _VHEAD.size: raise SnapshotUnusable("vectors file cut short", True)
