@@ -1014,6 +1014,9 @@ def put(self: ChromaStore, items: list[MemoryItem], *, later=()) -> list[str]:
                 if o.get('agent_id') != it.agent_id and (o.get('layer') != 'semantic' or it.layer != 'semantic'):
                     raise ItemError(f"item id {it.id!r} already holds agent {o.get('agent_id')!r}'s {o.get('layer')} memory; "
                                     f"agent {it.agent_id!r} may not overwrite it")
+                if o.get('source') != it.source:              # a turn made a thought, a pattern a profile fact: a mistake, not an update
+                    raise ItemError(f"item id {it.id!r} already holds a {o.get('source')!r} memory; a write may not make it a "
+                                    f"{it.source!r} one (delete it first, or let MemoryItem.new make a new id)")
             plans.append((user, its, c, space, embed_ok, vecs, old))
         writes = []
         for user, its, c, space, embed_ok, vecs, old in plans:  # 2. embed (failure -> placeholders, nothing lost)
@@ -1474,7 +1477,11 @@ def rehearse(self: ChromaStore, scope: MemoryScope, ids, delta: int = 1) -> int:
     if isinstance(delta, bool) or not isinstance(delta, int) or delta < 1: raise ItemError(f"delta must be an int >= 1, got {delta!r}")
     with self._shared.write:
         c, rows = self._readable_rows(scope, ids)
-        return self._update(c, {i: {'rehearsal': int(m.get('rehearsal', 0)) + delta} for i, m in rows.items()}) if rows else 0
+        new = {i: {'rehearsal': int(m.get('rehearsal', 0)) + delta} for i, m in rows.items()}
+        for i, m in new.items():                          # (checked before any write: Chroma stores 64-bit integers)
+            if m['rehearsal'] > 2**63 - 1:
+                raise ItemError(f"delta={delta} would make the rehearsal count of item {i!r} {m['rehearsal']}, past the 64-bit integers Chroma stores")
+        return self._update(c, new) if rows else 0
 
 @patch
 @_guarded

@@ -222,7 +222,7 @@ def _procedures(ctx) -> CommandResult:
 def _forget(ctx) -> CommandResult:
     if not ctx.arg: return _usage(ctx, '/forget')
     r = ctx.service.forget(ctx.scope, query=ctx.arg)
-    if not r.removed:
+    if not r.removed and not r.derived:                 # (derived alone: a copy of it in another memory's context went)
         return CommandResult(False, ctx.t(f"'{ctx.arg[:40]}'을(를) 담은 기억이 없습니다.", f"No memory contains '{ctx.arg[:40]}'."))
     head = ctx.t(f"기억 {len(r.removed)}건과 거기서 만든 {len(r.derived) + len(r.files)}건을 지웠습니다:",
                  f"Forgot {len(r.removed)} memories and {len(r.derived) + len(r.files)} built from them:")

@@ -94,7 +94,8 @@ def fact_topic(content: str) -> str | None:
 def _fact_order(it: MemoryItem) -> tuple: return (it.created_at, it.id)
 
 def settle_topic(store: MemoryStore, scope: MemoryScope, topic: str) -> str | None:
-    "Leave one active fact of `topic`: the newest by (created_at, id) hides the others (S-2.5); returns its id."
+    "Leave one active fact of `topic`: the newest by (created_at, id) hides the others (S-2.5); returns its id. Of two"
+    "facts of one time, the one made later wins (`fresh_hex`: a correction in the same clock tick), whichever thread settles."
     act = store.list(scope, filter=Filter(layers=('semantic',), metadata={'topic': topic}), order_by=None)
     if not act: return None
     win = max(act, key=_fact_order)

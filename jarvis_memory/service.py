@@ -159,6 +159,19 @@ MemoryService.reinforce = reinforce
 # %% ../nbs/20_service.ipynb #8f33d63e
 SESSION_KEEPS = ('manual_compact',)       # episodic rows the user made on purpose: forget_session keeps them (S-11.3)
 
+def _forget_answers(settings: Settings, **kw) -> int:
+    "`LLMCache.forget(**kw)` on the default cache; a file that cannot be read is an error naming it, raised after everything else was forgotten."
+    cache = default_cache(settings)
+    try: return cache.forget(**kw)
+    except (sqlite3.Error, OSError) as e:
+        raise MemoryUnavailable(f"the memories were forgotten, but the LLM answer cache {cache.path} could not be cleaned "
+                                f"({type(e).__name__}: {e}); remove or repair that file") from None
+
+def _texts_sent(it: MemoryItem, min_chars: int = 8) -> list[str]:
+    "The texts of `it` an LLM request may hold (a turn's two lines, a memory's content), if long enough to name it rather than half the cache ('네')."
+    said = turn_text(it) if it.source == 'turn' else () if it.source == 'turn_part' else (it.content,)
+    return [t for t in said if len(' '.join(t.split())) >= min_chars]
+
 def forget_session(self: MemoryService, scope: MemoryScope, *, scrub: bool = True) -> int:
     "Delete the episodic rows the agent's session recorded, superseded or not, what was built from them, and its working memory (S-4.7); returns rows deleted."
     scope = session_scope(scope)
@@ -166,9 +179,10 @@ def forget_session(self: MemoryService, scope: MemoryScope, *, scrub: bool = Tru
                  include_superseded=True)
     gone = self.store.list(scope, filter=flt, order_by=None)
     n = self.store.delete(scope, [it.id for it in gone]) if gone else 0
-    self._forget_derived(scope, gone, explicit=False)
+    d = self._forget_derived(scope, gone, explicit=False)
     self.working.forget(scope)
     if scrub and gone: self.store.scrub()
+    if gone: _forget_answers(self.settings, texts=[t for it in [*gone, *(i for i, _ in d.derived)] for t in _texts_sent(it)])   # as `forget`
     return n
 
 MemoryService.forget_session = forget_session
@@ -229,15 +243,23 @@ def _src_ids(it: MemoryItem) -> set:
 
 def _head(text: str, n: int) -> str: return ' '.join(text.split())[:n]
 
-def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryItem], *, explicit: bool) -> Forgotten:
+def _exchange(it: MemoryItem, n: int) -> tuple[str, str]:
+    "A turn's (utterance, answer), each as a referent quotes it (`MemoryCore.remember`: whitespace folded, at most `n` characters)."
+    return tuple(_head(x, n) for x in turn_text(it))
+
+def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryItem], *, explicit: bool, query: str | None = None) -> Forgotten:
     "Delete or rewrite what was built from `gone` (issue 14, finding 8); with `explicit` (the user's forget) profile facts and approved procedures too."
+    "Copies of a forgotten turn's text go too: the next turn's `replies_to` (the line it answers, also the one that holds"
+    "`query`), and a `/remember that` fact's referent when it quotes that very exchange (its session, its two lines)."
     res, ids = Forgotten(), {it.id for it in gone}
-    if not gone: return res
+    if not gone and query is None: return res
+    n = self.settings.query_chars
     sessions = {(it.agent_id, it.session_id) for it in gone if it.session_id and it.layer == 'edm'}
-    said = {_head(turn_text(it)[0], self.settings.query_chars) for it in gone if it.source == 'turn'}
+    said = {(it.session_id, *_exchange(it, n)) for it in gone if it.source == 'turn'}
     thinkers = {it.agent_id for it in gone if it.source == 'thought'}
     turns = {(it.agent_id, it.session_id, it.metadata.get('turn')) for it in gone if it.source == 'turn'}
-    kill, rewrite = [], []
+    q = None if query is None else query.casefold()
+    kill, rewrite, uncontext = [], [], []
     for it in self.store.list(scope, filter=Filter(include_superseded=True), order_by=None):
         if it.id in ids: continue
         m, src = it.metadata, _src_ids(it)
@@ -248,15 +270,25 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
         if it.source == 'journal' and it.agent_id in thinkers:
             js = m.get('sessions')
             if not isinstance(js, list) or any((it.agent_id, s) in sessions for s in js) or src & ids: kill.append(it); continue
+        ctx, t = m.get('replies_to'), m.get('turn')
+        if isinstance(ctx, str) and ((type(t) is int and (it.agent_id, it.session_id, t - 1) in turns)
+                                     or (q is not None and q in ' '.join(ctx.split()).casefold())):
+            uncontext.append(it); continue                                      # it quotes the forgotten answer
         ref = m.get('referent')
-        if explicit and isinstance(ref, str) and _head(ref.split('\nA: ')[0].removeprefix('U: '), self.settings.query_chars) in said:
-            rewrite.append(it)
+        if explicit and isinstance(ref, str):
+            u, _, a = ref.removeprefix('U: ').partition('\nA: ')
+            if any((m.get('referent_session', s) == s and (_head(u, n), _head(a, n)) == (su, sa)) for s, su, sa in said):
+                rewrite.append(it)
     if kill: self.store.delete(scope, [it.id for it in kill], user_request=True)
     res.derived += [(it, 'deleted') for it in kill]
     for it in rewrite:                                   # the fact stays; the copy of the forgotten exchange goes
         body = it.content[:-len(it.metadata['referent']) - 1] if it.content.endswith('\n' + it.metadata['referent']) else it.content
         meta = {k: v for k, v in it.metadata.items() if k not in ('referent', 'referent_session')}
         new = replace(it, content=body.strip() or it.content.split('\n')[0], metadata=meta, embedding=None)
+        self.store.put([new])
+        res.derived.append((new, 'rewritten'))
+    for it in uncontext:                                 # the turn stays; the line it answered goes (its text and vector: made again)
+        new = replace(it, metadata={k: v for k, v in it.metadata.items() if k != 'replies_to'}, embedding=None)
         self.store.put([new])
         res.derived.append((new, 'rewritten'))
     dead = ids | {it.id for it in kill} | {it.id for it in rewrite}     # a rewritten fact's old text is in what was built from it
@@ -278,7 +310,8 @@ def words_held(item: MemoryItem) -> str:
     m = item.metadata
     if item.source in _PATTERN_SOURCES and isinstance(m.get('name'), str):
         parts = [m.get('name'), m.get('when'), *(m.get('steps') or []), m.get('lesson'), *(m.get('keywords') or [])]
-        return '\n'.join(p for p in parts if isinstance(p, str))
+        quoted = [ln[2:] for ln in item.content.split('\n') if ln.startswith('- ')]   # a procedure's example requests (S-7.6)
+        return '\n'.join(p for p in [*parts, *quoted] if isinstance(p, str))
     return item.content
 
 def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, ids=None, *, scrub: bool = True) -> Forgotten:
@@ -295,25 +328,12 @@ def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, id
         gone = self.store.get(scope, ids)
     res = Forgotten(removed=gone)
     if gone: self.store.delete(scope, [it.id for it in gone], user_request=True)
-    d = self._forget_derived(scope, gone, explicit=True)
+    d = self._forget_derived(scope, gone, explicit=True, query=q if query is not None else None)
     res.derived, res.files = d.derived, d.files
     if scrub and (gone or d.derived): res.scrubbed = self.store.scrub()
     texts = [t for it in [*gone, *(i for i, _ in d.derived)] for t in _texts_sent(it)]
     res.llm_answers = _forget_answers(self.settings, texts=([q] if query is not None else []) + texts)   # last: it may fail
     return res
-
-def _forget_answers(settings: Settings, **kw) -> int:
-    "`LLMCache.forget(**kw)` on the default cache; a file that cannot be read is an error naming it, raised after everything else was forgotten."
-    cache = default_cache(settings)
-    try: return cache.forget(**kw)
-    except (sqlite3.Error, OSError) as e:
-        raise MemoryUnavailable(f"the memories were forgotten, but the LLM answer cache {cache.path} could not be cleaned "
-                                f"({type(e).__name__}: {e}); remove or repair that file") from None
-
-def _texts_sent(it: MemoryItem, min_chars: int = 8) -> list[str]:
-    "The texts of `it` an LLM request may hold (a turn's two lines, a memory's content), if long enough to name it rather than half the cache ('네')."
-    said = turn_text(it) if it.source == 'turn' else () if it.source == 'turn_part' else (it.content,)
-    return [t for t in said if len(' '.join(t.split())) >= min_chars]
 
 def forget_user(self: MemoryService, user_id: str, *, scrub: bool = True) -> int:
     "Account deletion: every memory of `user_id`, their user model files and working memories; returns rows deleted."

@@ -318,3 +318,110 @@ def test_a_dropped_users_vectors_leave_the_disk_at_scrub(tmp_path):
         assert st.scrub() and holding() == []
     with ChromaStore(Settings(), embedder=emb, path=path) as st:
         assert [it.id for it, _ in st.search(alice, '알리스의 기억', k=1)] == ['a1']
+
+
+# --- The 2026-12-07 probe: copies of a forgotten text, forget_session's cache, ids that change source, same-tick corrections.
+
+def test_g1_forget_takes_the_next_turns_copy_of_the_answer(tmp_path):
+    "The next turn keeps the line it answers (`replies_to`); `/forget` of that line must take the copy too, from rows, recall and disk."
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    h = [U('여권 번호 확인해줘'), A('여권 번호가 PZ4417883 맞나요?')]
+    svc.record_turn(me, h, at=T0 - 86400)
+    svc.record_turn(me, h + [U('응 맞아'), A('확인했어요.')], at=T0 - 86400 + 60)
+    r = run_command(svc, me, '/forget PZ4417883')
+    assert r.ok and 'rewritten (turn)' in r.text
+    left = svc.store.list(me, filter=Filter(include_superseded=True), order_by=None)
+    assert [(it.content, 'replies_to' in it.metadata) for it in left] == [('U: 응 맞아\nA: 확인했어요.', False)]   # the reply stays
+    assert 'PZ4417883' not in svc.observe(me.with_session('s2'), [U('여권 번호 뭐였지?')]).text
+    assert on_disk(tmp_path, 'PZ4417883') == []
+    svc.close()
+
+
+def test_g2_forget_leaves_a_referent_of_another_exchange(tmp_path):
+    "A '/remember that' fact quotes its exchange; forgetting another session's turn with the same short reply ('응') must not strip it."
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    h = [U('회의 몇 시로 잡을까?'), A('3시 어때요?'), U('응'), A('회의를 수요일 3시로 잡았어요.')]
+    svc.record_turn(me, h[:2]); svc.record_turn(me, h)
+    fact = svc.remember(me, '그거 기억해', history=h)
+    s2 = me.with_session('s2')
+    h2 = [U('택배 비밀번호 QZ-9911로 바꿀까?'), A('좋아요.'), U('응'), A('QZ-9911로 바꿨어요.')]
+    svc.record_turn(s2, h2[:2]); svc.record_turn(s2, h2)
+    assert run_command(svc, me, '/forget QZ-9911').ok
+    assert svc.store.get(me, [fact.id])[0].content == '그거 기억해\nU: 응\nA: 회의를 수요일 3시로 잡았어요.'
+    assert run_command(svc, me, '/forget 수요일 3시로 잡았').ok             # its own exchange: the fact is the one holding it
+    assert svc.store.get(me, [fact.id]) == []
+    svc.close()
+
+
+def test_g3_forget_session_cleans_the_llm_answer_cache(tmp_path):
+    "forget_session deletes the session's turns; the consolidation request that quoted them must leave the answer cache too."
+    from jarvis_memory.llm import LLM
+    class Offline(LLM):                                   # an OpenAI-compatible client whose HTTP call is replaced; default cache
+        def _request(self, messages, schema, temperature, max_tokens, constrain=True):
+            return json.dumps({'facts': [{'key': '취미', 'value': '등산', 'importance': 0.9}]})
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    svc.record_turn(me, [U('내 여권 번호는 PZ4417883이고 취미는 등산이야'), A('알겠어요.')])
+    svc.consolidate(me, Offline(svc.settings, base_url='http://127.0.0.1:9', model='m'))
+    assert any(p.endswith('llm.sqlite3') for p in on_disk(tmp_path, 'PZ4417883'))      # the request was cached
+    assert svc.forget_session(me) == 1
+    assert on_disk(tmp_path, 'PZ4417883') == []
+    svc.close()
+
+
+def test_g4_forget_finds_a_procedures_quoted_request(tmp_path):
+    "An approved procedure quotes example requests in its text (not in its fields); `/forget` must find it by them."
+    from jarvis_memory.episodes import TurnRecord
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    for n in (1, 2, 3):
+        svc.record(TurnRecord(me, n, f'QZ-7731 계좌로 대출 이자 계산해줘 {n}', '계산했습니다.', ('loan_calc',), False, at=T0 - 600 + n))
+    svc.consolidate(me, FakeLLM(lambda m, s: {'facts': []}))
+    assert run_command(svc, me, '/procedures approve procedure-loan_calc').ok
+    svc.forget_session(me)                                # S-4.7: the turns go, the procedure stays
+    assert [it.source for it in svc.store.list(me, filter=Filter(include_superseded=True)) if 'QZ-7731' in it.content] == ['procedure']
+    assert run_command(svc, me, '/forget QZ-7731').ok
+    assert on_disk(tmp_path, 'QZ-7731') == []
+    assert run_command(svc, me, '/forget 순서').ok is False   # a label word of the text is no request: nothing matches it
+    svc.close()
+
+
+def test_g5_a_correction_in_the_same_clock_tick_wins(tmp_path):
+    "S-2.5 'a new fact with the same topic hides the older one': also when both carry the same time (a frozen or coarse clock)."
+    svc = service(tmp_path)                               # its clock is fixed: every write is at T0
+    for i in range(12):                                   # (the old tie-break by random id lost about half of these)
+        me = MemoryScope(f'u{i}', 'main', 's1')
+        run_command(svc, me, '/remember 거주지: 부산'); run_command(svc, me, '/remember 거주지: 서울')
+        assert [it.content for it in svc.store.list(me, filter=Filter(metadata={'topic': '거주지'}))] == ['거주지: 서울']
+        assert [it.content for it in svc.core_block(me)] == ['거주지: 서울']
+    svc.close()
+
+
+def test_g6_an_explicit_id_keeps_its_source(tmp_path):
+    "Writing under an id that names the agent's own turn or pattern must not silently turn it into a thought or a profile fact."
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    t = svc.record_turn(me, [U('비밀 이야기 QZTURN'), A('네')])[0]
+    pat = svc.remember_task_pattern(me, '예산', '예산 물을 때', ['수입'], ['예산'])
+    before = {it.id: (it.source, it.content) for it in svc.store.list(me, filter=Filter(include_superseded=True), order_by=None)}
+    with pytest.raises(ItemError, match=r"already holds a 'turn' memory; a write may not make it a 'thought' one"):
+        svc.write(me, 'thought', '덮어쓰기', id=t.id)
+    with pytest.raises(ItemError, match=r"already holds a 'task_pattern' memory"):
+        svc.write(me, 'explicit', '메모: 덮어쓰기', id=pat.id)
+    assert {it.id: (it.source, it.content) for it in svc.store.list(me, filter=Filter(include_superseded=True), order_by=None)} == before
+    assert svc.write(me, 'thought', '다시 생각', id=svc.write(me, 'thought', '생각').id).content == '다시 생각'   # same source: an update
+    svc.close()
+
+
+def test_g7_rehearse_refuses_a_count_past_64_bits(tmp_path):
+    "store.rehearse must refuse a delta that takes the count past what Chroma stores, naming it, and change nothing."
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    t = svc.record_turn(me, [U('서울 날씨 어때?'), A('맑아요.')], at=T0 - 86400)[0]
+    assert svc.store.rehearse(me, [t.id], 1) == 1
+    with pytest.raises(ItemError, match=r"delta=9223372036854775807 would make the rehearsal count .* 9223372036854775808"):
+        svc.store.rehearse(me, [t.id], 2**63 - 1)
+    assert svc.store.get(me, [t.id])[0].rehearsal == 1
+    svc.close()
