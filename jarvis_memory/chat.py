@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from .scope import MemoryInputError, MemoryUnavailable, MemoryScope
 from .settings import Settings
 from .llm import LLM, LLMError
-from .service import MemoryService, Observation
+from .service import MemoryService, Observation, without_forgotten
 from .consolidation import IdleConsolidator, ConsolidationReport
 from .commands import run_command, is_command, parse_command, CommandResult
 from .mcp_server import new_session_id
@@ -98,7 +98,10 @@ def command(self: ChatAgent, text: str) -> CommandResult:
     "Run a slash command of `commands` for this session (`/help` lists them)."
     with self.lock:
         if self.idle: self.idle.touch(self.scope)
-        return run_command(self.service, self.scope, text, history=self.history + [{'role': 'user', 'content': text}], llm=self.llm)
+        r = run_command(self.service, self.scope, text, history=self.history + [{'role': 'user', 'content': text}], llm=self.llm)
+        p = parse_command(text)
+        if r.ok and p is not None and p[0] == 'forget': self.history = without_forgotten(self.history, p[1])   # (not written back)
+        return r
 
 def tick(self: ChatAgent, now: float | None = None) -> list[ConsolidationReport]:
     "Consolidate the sessions that have been quiet for `idle_seconds` (S-7.8)."

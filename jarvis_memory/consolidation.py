@@ -136,8 +136,9 @@ def _text(v) -> str | None:
     if isinstance(v, bool) or not isinstance(v, (str, int, float)): return None
     return _one_line(v)
 
-def check_facts(facts: list, min_importance: float = 0.5) -> tuple[list[dict], list[tuple[str, str]]]:
-    "Usable facts `{key, value, importance}` (cleaned; importance None and `repaired` when missing) and the dropped ones as `(fact, reason)` (S-7.3)."
+def check_facts(facts: list, min_importance: float = 0.5, max_chars: int | None = None) -> tuple[list[dict], list[tuple[str, str]]]:
+    "Usable facts `{key, value, importance}` (cleaned; importance None and `repaired` when missing) and the dropped ones as `(fact, reason)` (S-7.3);"
+    "`max_chars`: the longest `key: value` kept (a fact is a line of the core block, not a page)."
     if not isinstance(facts, list): raise ConsolidationError(f"facts must be a list, got {type(facts).__name__}")
     kept, dropped, seen = [], [], set()
     for f in facts:
@@ -147,11 +148,16 @@ def check_facts(facts: list, min_importance: float = 0.5) -> tuple[list[dict], l
         if key is not None: key = _one_line(key.replace(':', ' '))
         if not key: dropped.append((shown, 'no key' if f.get('key') is None else 'empty key')); continue
         if not value: dropped.append((shown, 'no value' if f.get('value') is None else 'empty value')); continue
+        if max_chars is not None and len(key) + 2 + len(value) > max_chars:
+            dropped.append((shown, f'{len(key) + 2 + len(value)} characters, more than {max_chars}')); continue
         repaired = None
+        if isinstance(imp, str):                          # a salvaged answer's "0.2": the number it says
+            try: imp = float(imp.strip())
+            except ValueError: pass
         if isinstance(imp, bool) or not isinstance(imp, (int, float)):
             repaired = 'no importance' if imp is None else f'importance {imp!r} is not a number'
-        elif not math.isfinite(imp) or not 0 <= imp <= 1: repaired = f'importance {imp!r} outside 0..1'
-        elif imp < min_importance: dropped.append((shown, f'importance {imp:g} below {min_importance:g}')); continue
+        elif not math.isfinite(imp) or imp > 1: repaired = f'importance {imp!r} outside 0..1'
+        elif imp < min_importance: dropped.append((shown, f'importance {imp:g} below {min_importance:g}')); continue   # (and below 0)
         if (key.lower(), value) in seen: dropped.append((shown, 'duplicate')); continue
         seen.add((key.lower(), value))
         kept.append({'key': key, 'value': value, 'importance': None if repaired else float(imp)}
@@ -468,7 +474,7 @@ def consolidate(self: Consolidation, scope: MemoryScope, llm, *, now: float | No
             if facts is None:
                 rep.status, rep.seconds = 'failed', time.perf_counter() - t0
                 continue
-        kept, dropped = check_facts(facts, self.settings.extract_min_importance)
+        kept, dropped = check_facts(facts, self.settings.extract_min_importance, self.settings.turn_chars)
         rep.dropped += dropped
         for f in kept:                               # the user's statement as the key, "네" as the value: turned round
             if r := restated(f['key'], f['value'], rep.lang):

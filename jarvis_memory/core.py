@@ -141,6 +141,8 @@ def remember(self: MemoryCore, scope: MemoryScope, text: str, *, history=None, a
     if not isinstance(text, str) or not clean_text(check_text(text, "remember text")).strip():
         raise ItemError(f"remember needs a non-empty text, got {text!r}")
     text = clean_text(text).strip()
+    if len(text) > self.settings.turn_chars:            # a fact is a line of the core block: a page would fill its budget
+        raise ItemError(f"remember text is {len(text)} characters; a fact holds at most {self.settings.turn_chars} (turn_chars)")
     meta, content = {}, text
     prev = previous_exchange(history, skip_last=False)     # the turn in progress has no answer, so it is skipped
     if prev and points_back(text):

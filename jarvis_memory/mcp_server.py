@@ -22,7 +22,7 @@ from .service import MemoryService
 # %% auto #0
 __all__ = ['IDENTITY_ARGS', 'MAX_LIMIT', 'TOOL_NAMES', 'TRANSPORTS', 'new_session_id', 'MemoryTools', 'remember', 'record_turn',
            'recall', 'search_episodes', 'forget_session', 'remember_task_pattern', 'list_task_patterns',
-           'forget_task_pattern', 'memory_server', 'check_loopback', 'serve']
+           'forget_task_pattern', 'memory_server', 'check_loopback', 'rebinding_guard', 'serve']
 
 # %% ../nbs/50_mcp.ipynb #50a00007
 IDENTITY_ARGS = ('user_id', 'user', 'agent_id', 'agent', 'scope', 'owner')
@@ -177,6 +177,16 @@ def check_loopback(host: str) -> str:
     if not ok: raise MemoryInputError(f"--host must be a loopback address (127.0.0.1, ::1 or localhost): the MCP server has no authentication; got {host!r}")
     return host
 
+def rebinding_guard(host: str):
+    "The MCP SDK's DNS-rebinding check (Host and Origin headers) for a server on loopback `host`: the SDK turns it on by"
+    "itself only for the spellings 127.0.0.1, localhost and ::1, so a server on 127.0.0.2 (also loopback) would answer a"
+    "web page whose name was rebound to it. Allowed: `host` as given, and those three, on any port."
+    from mcp.server.transport_security import TransportSecuritySettings
+    h = check_loopback(host)
+    names = [f'[{h}]' if ':' in h else h, '127.0.0.1', 'localhost', '[::1]']
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f'{n}:*' for n in dict.fromkeys(names)],
+                                     allowed_origins=[f'http://{n}:*' for n in dict.fromkeys(names)])
+
 def serve(user: str, agent: str, *, transport: str = 'stdio', host: str = '127.0.0.1', port: int = 8765,
           session: str | None = None, settings: Settings | None = None):
     "Run the MCP memory server for `user` and `agent` over stdio or streamable HTTP (at `http://host:port/mcp`)."
@@ -195,6 +205,6 @@ def serve(user: str, agent: str, *, transport: str = 'stdio', host: str = '127.0
             @srv.custom_route('/health', methods=['GET'])
             async def health(request): return PlainTextResponse('ok')
             print(f"jarvis-memory mcp: user {user!r}, agent {agent!r} at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-            srv.run('streamable-http', host=host, port=port)
+            srv.run('streamable-http', host=host, port=port, transport_security=rebinding_guard(host))
     finally:
         svc.close()

@@ -30,7 +30,8 @@ from .render import neutralise_headers
 # %% auto #0
 __all__ = ['PATTERN_HINT_HEADER', 'PATTERN_HINT', 'SESSION_KEEPS', 'USER_MODEL_DIR', 'Observation', 'MemoryService',
            'stored_window_ids', 'leaves_initiative', 'history_query', 'observe', 'reinforce', 'forget_session',
-           'user_model_dir', 'user_model_files', 'Forgotten', 'words_held', 'forget', 'forget_user', 'recall_episodes']
+           'user_model_dir', 'user_model_files', 'Forgotten', 'words_held', 'forget_query', 'holds',
+           'without_forgotten', 'forget', 'forget_user', 'recall_episodes']
 
 # %% ../nbs/20_service.ipynb #f31a30c7
 PATTERN_HINT_HEADER = '[작업 패턴 저장]'
@@ -167,10 +168,15 @@ def _forget_answers(settings: Settings, **kw) -> int:
         raise MemoryUnavailable(f"the memories were forgotten, but the LLM answer cache {cache.path} could not be cleaned "
                                 f"({type(e).__name__}: {e}); remove or repair that file") from None
 
+_QUOTED_HEAD = 200      # characters of a memory's text every LLM request that quotes it holds (`commands._memory_lines`
+                        # cuts a memory's content, labels and all, at 300; consolidation quotes whole utterances)
+
 def _texts_sent(it: MemoryItem, min_chars: int = 8) -> list[str]:
-    "The texts of `it` an LLM request may hold (a turn's two lines, a memory's content), if long enough to name it rather than half the cache ('네')."
+    "The texts of `it` an LLM request may hold (a turn's two lines, a memory's content), if long enough to name it rather than half the cache ('네');"
+    "each as far as every request quotes it (`_QUOTED_HEAD`: a request that cut a long memory still holds its head)."
     said = turn_text(it) if it.source == 'turn' else () if it.source == 'turn_part' else (it.content,)
-    return [t for t in said if len(' '.join(t.split())) >= min_chars]
+    heads = (' '.join(t.split())[:_QUOTED_HEAD] for t in said)
+    return [t for t in heads if len(t) >= min_chars]
 
 def forget_session(self: MemoryService, scope: MemoryScope, *, scrub: bool = True) -> int:
     "Delete the episodic rows the agent's session recorded, superseded or not, what was built from them, and its working memory (S-4.7); returns rows deleted."
@@ -258,7 +264,7 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
     said = {(it.session_id, *_exchange(it, n)) for it in gone if it.source == 'turn'}
     thinkers = {it.agent_id for it in gone if it.source == 'thought'}
     turns = {(it.agent_id, it.session_id, it.metadata.get('turn')) for it in gone if it.source == 'turn'}
-    q = None if query is None else query.casefold()
+    q = None if query is None else forget_query(query)
     kill, rewrite, uncontext = [], [], []
     for it in self.store.list(scope, filter=Filter(include_superseded=True), order_by=None):
         if it.id in ids: continue
@@ -271,8 +277,7 @@ def _forget_derived(self: MemoryService, scope: MemoryScope, gone: list[MemoryIt
             js = m.get('sessions')
             if not isinstance(js, list) or any((it.agent_id, s) in sessions for s in js) or src & ids: kill.append(it); continue
         ctx, t = m.get('replies_to'), m.get('turn')
-        if isinstance(ctx, str) and ((type(t) is int and (it.agent_id, it.session_id, t - 1) in turns)
-                                     or (q is not None and q in ' '.join(ctx.split()).casefold())):
+        if isinstance(ctx, str) and ((type(t) is int and (it.agent_id, it.session_id, t - 1) in turns) or (q is not None and holds(ctx, q))):
             uncontext.append(it); continue                                      # it quotes the forgotten answer
         ref = m.get('referent')
         if explicit and isinstance(ref, str):
@@ -314,16 +319,37 @@ def words_held(item: MemoryItem) -> str:
         return '\n'.join(p for p in [*parts, *quoted] if isinstance(p, str))
     return item.content
 
+def forget_query(query) -> str:
+    "`query` as `forget` matches it: clean, white space folded, case-folded; at least 2 characters (else `ItemError`)."
+    if not isinstance(query, str): raise ItemError(f"forget query must be a string, got {type(query).__name__}")
+    q = ' '.join(clean_text(query, 'forget query').split())
+    if len(q) < 2: raise ItemError(f"forget query must have at least 2 characters, got {query!r}")
+    return q.casefold()
+
+def holds(text: str, q: str) -> bool:
+    "Does `text` hold the `forget_query` `q`? (white space folded, case-folded)"
+    return q in ' '.join(text.split()).casefold()
+
+def without_forgotten(history, query: str) -> list[dict]:
+    "`history` without the exchanges (a user line and what answered it) holding `query` as `forget` matches it: an agent that"
+    "keeps its history must drop them too after `/forget`, or its next turn (the line it answers, `replies_to`) or a"
+    "`/compact` of the history writes the text back."
+    q, out, turn = forget_query(query), [], []
+    for m in [*check_history(history), None]:
+        if m is None or (m['role'] == 'user' and turn):
+            if not any(holds(x['content'], q) for x in turn): out += turn
+            turn = []
+        if m is not None: turn.append(m)
+    return out
+
 def forget(self: MemoryService, scope: MemoryScope, query: str | None = None, ids=None, *, scrub: bool = True) -> Forgotten:
     "Forget the memories `scope` may read that contain `query` (case-insensitive) or have `ids`, and everything built from them."
     if not isinstance(scope, MemoryScope): raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
     if (query is None) == (ids is None): raise MemoryInputError("forget takes a query or ids (exactly one)")
     if query is not None:
-        if not isinstance(query, str): raise ItemError(f"forget query must be a string, got {type(query).__name__}")
-        q = ' '.join(clean_text(query, 'forget query').split())
-        if len(q) < 2: raise ItemError(f"forget query must have at least 2 characters, got {query!r}")
+        q = forget_query(query)
         every = self.store.list(scope, filter=Filter(include_superseded=True), order_by=None)   # rare: a scan, case-folded
-        gone = [it for it in every if q.casefold() in ' '.join(words_held(it).split()).casefold()]
+        gone = [it for it in every if holds(words_held(it), q)]
     else:
         gone = self.store.get(scope, ids)
     res = Forgotten(removed=gone)

@@ -36,12 +36,12 @@ def stop(proc: subprocess.Popen, timeout: float = 15):
 
 
 @contextmanager
-def server(cmd: list[str], port: int, health_path: str = '/', timeout: float = 120, env=None):
-    "Run `cmd` until the `with` block ends; yields the base URL `http://127.0.0.1:<port>` once `health_path` answers."
+def server(cmd: list[str], port: int, health_path: str = '/', timeout: float = 120, env=None, host: str = '127.0.0.1'):
+    "Run `cmd` until the `with` block ends; yields the base URL `http://<host>:<port>` once `health_path` answers."
     log = tempfile.NamedTemporaryFile('w+', prefix='server-', suffix='.log', delete=False)
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env={**os.environ, **(env or {})})
-    url = f'http://127.0.0.1:{port}'
+    url = f'http://{host}:{port}'
     try:
         deadline = time.time() + timeout
         while not _http_ok(url + health_path):

@@ -134,3 +134,23 @@ def test_mcp_http_two_users_one_store_isolated(tmp_path):
             assert 'allergy: shellfish' in ra2[0][1] and 'allergy: none' not in ra2[0][1], ra2[0]
             assert 'surprise party for Jisoo' in ra2[1][1], ra2[1]                  # bob's forget_session took nothing
             assert 'green' not in ra2[2][1], ra2[2]
+
+
+def test_mcp_http_on_another_loopback_address_refuses_a_rebound_name(tmp_path):
+    """DNS rebinding (probe of 2026-12-07): a web page whose name was rebound to the server's address sends that name as
+    Host and Origin. The SDK checks them by itself only on 127.0.0.1, localhost and ::1; on 127.0.0.2, also loopback,
+    the server must refuse it too (421), and still serve a client that names the address."""
+    import json, urllib.error, urllib.request
+    port, env = free_port(), {**_env(tmp_path), 'JARVIS_MEMORY__EMBEDDING_PROVIDER': 'hashing'}
+    cmd = _cmd('minji', 'main', '--transport', 'http', '--host', '127.0.0.2', '--port', str(port), '--path', str(tmp_path / 'chroma'))
+    init = {'jsonrpc': '2.0', 'id': 1, 'method': 'initialize',
+            'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'page', 'version': '1'}}}
+    def post(url, name):
+        req = urllib.request.Request(url, data=json.dumps(init).encode(), method='POST', headers={
+            'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream', 'Host': name, 'Origin': f'http://{name}'})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r: return r.status
+        except urllib.error.HTTPError as e: return e.code
+    with server(cmd, port, '/health', timeout=180, env=env, host='127.0.0.2') as url:
+        assert post(url + '/mcp', f'rebound.example:{port}') == 421
+        assert post(url + '/mcp', f'127.0.0.2:{port}') == 200

@@ -425,3 +425,57 @@ def test_g7_rehearse_refuses_a_count_past_64_bits(tmp_path):
         svc.store.rehearse(me, [t.id], 2**63 - 1)
     assert svc.store.get(me, [t.id])[0].rehearsal == 1
     svc.close()
+
+
+# --- The second probe of 2026-12-07: the chat's own history, a long memory cut in a prompt, a fact the size of a page.
+
+def test_h1_the_chat_does_not_write_a_forgotten_line_back(tmp_path):
+    "After `/forget`, the chat's next turn (the line it answers, `replies_to`) and `/compact` must not bring the text back from its history."
+    from jarvis_memory.chat import ChatAgent
+    svc = service(tmp_path)
+    seen = []
+    def reply(messages, schema):
+        seen.append(json.dumps(messages, ensure_ascii=False))
+        return {'summary': '요약: 대화'} if schema else ('여권 번호는 PZ4417883 입니다.' if len(seen) == 1 else '천만에요.')
+    agent = ChatAgent(svc, 'minji', 'main', FakeLLM(reply), session_id='c1', idle=False)
+    agent.turn('내 여권 번호 뭐였지?')
+    assert agent.command('/forget PZ4417883').ok
+    agent.turn('응 고마워')
+    assert agent.command('/compact').ok
+    rows = svc.store.list(agent.scope, filter=Filter(include_superseded=True), order_by=None)
+    assert [it for it in rows if 'PZ4417883' in it.content + json.dumps(it.metadata, ensure_ascii=False)] == []
+    assert not any('PZ4417883' in s for s in seen[1:]), seen[1:]          # no later request quoted it either
+    svc.close()
+    assert on_disk(tmp_path, 'PZ4417883') == []
+
+
+@pytest.mark.parametrize('how', ['forget_session', 'forget_ids'])
+def test_h2_a_long_memory_leaves_the_answer_cache(tmp_path, how):
+    "/usermodel build quotes each memory cut to 300 characters; forgetting the memory must still find that request in the cache."
+    from jarvis_memory.llm import LLM
+    class Offline(LLM):
+        def _request(self, messages, schema, temperature, max_tokens, constrain=True):
+            return json.dumps({'summary': '여권 번호가 QZPASS77인 사용자', 'traits': ['여행']}, ensure_ascii=False)
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    t = svc.record_turn(me, [U('내 여권 번호는 QZPASS77 이야. ' + '다음 달 여행 계획을 정리하고 있어. ' * 16), A('알겠어요.')])[0]
+    assert run_command(svc, me, '/usermodel build', llm=Offline(svc.settings, base_url='http://127.0.0.1:9', model='m')).ok
+    assert any(p.endswith('llm.sqlite3') for p in on_disk(tmp_path, 'QZPASS77'))
+    if how == 'forget_session': svc.forget_session(me)
+    else: svc.forget(me, ids=[t.id])
+    svc.close()
+    assert on_disk(tmp_path, 'QZPASS77') == []
+
+
+def test_h3_a_fact_is_a_line_not_a_page(tmp_path):
+    "A 15k-character extracted value, or a 40k /remember, took the whole memory budget: the core block showed nothing else."
+    svc = service(tmp_path)
+    me = MemoryScope('minji', 'main', 's1')
+    svc.remember(me, '알레르기: 땅콩 알레르기가 있음')
+    svc.record_turn(me, [U('메모 좀 해줘'), A('네')])
+    rep = svc.consolidate(me, FakeLLM(lambda m, s: {'facts': [{'key': '메모', 'value': '메모 ' * 5000, 'importance': 0.9}]}))
+    assert any('characters, more than 1000' in why for g in rep.groups for _, why in g.dropped), str(rep)
+    r = run_command(svc, me, '/remember 메모: ' + '가나다 ' * 10000)
+    assert not r.ok and 'a fact holds at most 1000' in r.text
+    assert '땅콩' in svc.observe(me.with_session('s2'), [U('내 알레르기 뭐였지?')]).text
+    svc.close()
