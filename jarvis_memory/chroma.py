@@ -22,7 +22,7 @@ from .scope import (MemoryInputError, MemoryUnavailable, ItemError, SUPERSEDED, 
 from .settings import Settings
 from .embeddings import Embedder, EmbeddingError
 from .store import (StoreError, StoreUnavailable, StoreLockedError, Filter, ReadClause, _MP, said_by,
-                                 _check_i64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
+                                 _check_i64, _I64, _row_meta, _row_item, row_superseded, _readable, _row_readable, _check_scope,
                                  _check_ids, _check_filter, _check_order, _ORDER, _check_items, _check_vec, _CHUNK, _chunks, passes_floor)
 from .mirror import _Mirror, _FLUSH_N, _SMALL, SnapshotUnusable, _in_thread
 from .lexical import LexicalIndex, lexical_text
@@ -1479,7 +1479,7 @@ def rehearse(self: ChromaStore, scope: MemoryScope, ids, delta: int = 1) -> int:
         c, rows = self._readable_rows(scope, ids)
         new = {i: {'rehearsal': int(m.get('rehearsal', 0)) + delta} for i, m in rows.items()}
         for i, m in new.items():                          # (checked before any write: Chroma stores 64-bit integers)
-            if m['rehearsal'] > 2**63 - 1:
+            if m['rehearsal'] > _I64[1]:
                 raise ItemError(f"delta={delta} would make the rehearsal count of item {i!r} {m['rehearsal']}, past the 64-bit integers Chroma stores")
         return self._update(c, new) if rows else 0
 

@@ -148,8 +148,8 @@ def check_facts(facts: list, min_importance: float = 0.5, max_chars: int | None 
         if key is not None: key = _one_line(key.replace(':', ' '))
         if not key: dropped.append((shown, 'no key' if f.get('key') is None else 'empty key')); continue
         if not value: dropped.append((shown, 'no value' if f.get('value') is None else 'empty value')); continue
-        if max_chars is not None and len(key) + 2 + len(value) > max_chars:
-            dropped.append((shown, f'{len(key) + 2 + len(value)} characters, more than {max_chars}')); continue
+        if max_chars is not None and (n := len(key) + 2 + len(value)) > max_chars:      # (as `key: value`)
+            dropped.append((shown, f'{n} characters, more than {max_chars}')); continue
         repaired = None
         if isinstance(imp, str):                          # a salvaged answer's "0.2": the number it says
             try: imp = float(imp.strip())

@@ -183,9 +183,9 @@ def rebinding_guard(host: str):
     "web page whose name was rebound to it. Allowed: `host` as given, and those three, on any port."
     from mcp.server.transport_security import TransportSecuritySettings
     h = check_loopback(host)
-    names = [f'[{h}]' if ':' in h else h, '127.0.0.1', 'localhost', '[::1]']
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f'{n}:*' for n in dict.fromkeys(names)],
-                                     allowed_origins=[f'http://{n}:*' for n in dict.fromkeys(names)])
+    names = list(dict.fromkeys([f'[{h}]' if ':' in h else h, '127.0.0.1', 'localhost', '[::1]']))
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f'{n}:*' for n in names],
+                                     allowed_origins=[f'http://{n}:*' for n in names])
 
 def serve(user: str, agent: str, *, transport: str = 'stdio', host: str = '127.0.0.1', port: int = 8765,
           session: str | None = None, settings: Settings | None = None):
