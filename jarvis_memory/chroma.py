@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/chroma.html.md"""
 
 # %% ../nbs/05_chroma.ipynb #0614227a
 from __future__ import annotations
-import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, os, shutil, socket, struct, sys, threading, time, uuid, weakref
+import atexit, base64, contextlib, copy, dataclasses, functools, hashlib, heapq, json, logging, math, mmap, os, pickle, shutil, socket, sqlite3, struct, sys, threading, time, uuid, weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,19 +98,69 @@ def _zero_tail(f: Path, start: int, chunk: int = 1 << 20) -> int:
         if n: fh.flush(); os.fsync(fh.fileno())
     return n
 
-def _clear_index_slack(path: Path) -> int:
-    "Zero the unused tails of the HNSW index files of embedded store `path` (heap memory hnswlib wrote with them); returns the bytes zeroed."
-    n = 0
+_DELETE_OP, _DELETE_MARK = 3, 0x01     # Chroma's queue code of a delete; hnswlib's flag of a deleted slot (2 bytes into its links)
+
+class _PlainData(pickle.Unpickler):
+    "Unpickles plain data only (dicts, lists, strings, numbers): no class is looked up, so a crafted file runs no code."
+    def find_class(self, module, name): raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+def _index_labels(seg: Path) -> dict:
+    "Item id -> hnswlib label in vector index directory `seg`, from Chroma's `index_metadata.pickle` ({} without one)."
+    f = seg / 'index_metadata.pickle'
+    if not f.exists(): return {}
+    with open(f, 'rb') as fh: d = _PlainData(fh).load()
+    m = d.get('id_to_label') if isinstance(d, dict) else None
+    if not isinstance(m, dict): raise ValueError("index_metadata.pickle has no id_to_label")
+    return m
+
+def _live_ids(path: Path) -> set:
+    "The ids Chroma's SQLite at `path` holds a row of, or whose last queued operation is not a delete (not applied yet)."
+    with _chroma_sqlite(path) as con:
+        live = {r[0] for r in con.execute("SELECT embedding_id FROM embeddings")}
+        live.update(i for i, op, _ in con.execute("SELECT id, operation, MAX(seq_id) FROM embeddings_queue GROUP BY topic, id")
+                    if op != _DELETE_OP)
+    return live
+
+def _clear_gone_vectors(seg: Path, cur: int, per: int, links: int, data: int, label: int, live) -> int:
+    "Zero the vectors of deleted rows in `seg`'s level-0 file: slots hnswlib marked deleted, and slots whose id `live()` does"
+    "not hold (a delete Chroma has queued but not applied to the index yet); returns the bytes zeroed."
+    f = seg / 'data_level0.bin'
+    if not cur or not f.exists(): return 0
+    ids = _index_labels(seg)
+    alive = live() if ids else set()
+    gone = np.fromiter((v for k, v in ids.items() if k not in alive and type(v) is int and 0 <= v < 2**64), np.uint64)
+    with open(f, 'r+b') as fh:
+        if os.fstat(fh.fileno()).st_size < cur * per: raise ValueError(f"data_level0.bin is shorter than {cur} rows of {per} bytes")
+        with mmap.mmap(fh.fileno(), cur * per) as mm:
+            a = np.frombuffer(mm, np.uint8).reshape(cur, per)
+            dead = (a[:, links + 2] & _DELETE_MARK).astype(bool)
+            if gone.size: dead |= np.isin(np.ascontiguousarray(a[:, label:label + 8]).view('<u8').ravel(), gone)
+            rows = np.flatnonzero(dead)
+            rows = rows[a[rows, data:label].any(axis=1)]                # (zeros already: nothing to write)
+            if rows.size: a[rows, data:label] = 0; mm.flush()
+            del a
+    return int(rows.size) * (label - data)
+
+def _clear_index_slack(path: Path, deleted: bool = False) -> int:
+    "Zero the unused tails of the HNSW index files of embedded store `path` (heap memory hnswlib wrote with them) and, with"
+    "`deleted`, the vectors it keeps of deleted rows (`_clear_gone_vectors`); returns the bytes zeroed."
+    n, alive = 0, None
+    def live():
+        nonlocal alive
+        if alive is None: alive = _live_ids(path)
+        return alive
     for h in sorted(path.glob('*/header.bin')):
         try:
             raw = h.read_bytes()
             if len(raw) != _HNSW_HEADER.size: raise ValueError(f"a header of {len(raw)} bytes")
-            ver, _, cap, cur, per, label, *_ = _HNSW_HEADER.unpack(raw)
-            if ver != 1 or per <= 0 or cur > cap or label + 8 > per: raise ValueError(f"version {ver}, {cur} of {cap} rows of {per} bytes")
+            ver, links, cap, cur, per, label, data, *_ = _HNSW_HEADER.unpack(raw)
+            if ver != 1 or per <= 0 or cur > cap or label + 8 > per or not links + 4 <= data <= label:
+                raise ValueError(f"version {ver}, {cur} of {cap} rows of {per} bytes")
             for f, start in ((h.parent / 'data_level0.bin', cur * per), (h.parent / 'length.bin', cur * 4)):
                 if f.exists(): n += _zero_tail(f, start)
-        except (OSError, ValueError) as e:
-            _log.warning("could not clear the unused bytes of Chroma's vector index in %s (%s): deleted rows' text may stay there", h.parent, e)
+            if deleted: n += _clear_gone_vectors(h.parent, cur, per, links, data, label, live)
+        except (OSError, ValueError, pickle.UnpicklingError, sqlite3.Error) as e:
+            _log.warning("could not clear the unused bytes of Chroma's vector index in %s (%s): deleted rows' text or vectors may stay there", h.parent, e)
     return n
 
 _HNSW_FILES = frozenset({'header.bin', 'data_level0.bin', 'length.bin', 'link_lists.bin', 'index_metadata.pickle'})
@@ -151,6 +201,7 @@ class _Shared:
         self.fill = None                   # _Filler: rows written by `put(later=...)` get their vectors there
         self.retired: list = []            # Chroma clients of stores closed while others stayed: closed with the last
         self.forked = False                # this is a forked child's copy: the store is the parent's (see `_after_fork`)
+        self.deleted = False               # rows were deleted here: their vectors are cleared from the index files at close
 
 _REGISTRY: dict[str, _Shared] = {}
 _REGISTRY_LOCK = threading.RLock()     # re-entrant: a store's finalizer can run inside `_acquire` (see the test below)
@@ -192,7 +243,7 @@ def _release(sh: _Shared, client=None):
             except Exception: pass
         sh.retired.clear()
         if sh.path is not None and not sh.forked:
-            try: _clear_index_slack(sh.path)              # Chroma closed: see "Chroma's index files"
+            try: _clear_index_slack(sh.path, sh.deleted)  # Chroma closed: see "Chroma's index files"
             except Exception as e: _log.warning("could not check Chroma's vector index files at close: %s", e)   # (the lock is released still)
         _REGISTRY.pop(sh.key, None)
         if sh.journal is not None: sh.journal.close()
@@ -959,7 +1010,7 @@ def flush(self: ChromaStore) -> int:
     n = _flush_all(self._client, self._shared)
     _save_mirrors(self._client, self._shared)
     if self.path is not None:
-        with self._shared.write: _clear_index_slack(self.path)     # see "Chroma's index files"
+        with self._shared.write: _clear_index_slack(self.path, self._shared.deleted)     # see "Chroma's index files"
     return n
 
 # %% ../nbs/05_chroma.ipynb #db9fcf0d
@@ -1539,6 +1590,7 @@ def delete_where(self: ChromaStore, scope: MemoryScope, filter: Filter, *, user_
 def _forgotten(self: ChromaStore, c, rows: list, user_request: bool) -> int:
     "Delete `rows`; a user's own request also sends what waits, so the journal (which may hold their text) goes now."
     n = self._delete(c, rows) if rows else 0
+    if n: self._shared.deleted = True                     # (their vectors: see "Chroma's index files")
     if n and user_request and not self._shared.deferring: _settle_all(self._shared)
     return n
 
@@ -1801,11 +1853,15 @@ def scrub(self: ChromaStore) -> bool:
             con.execute("UPDATE embeddings_queue SET metadata = NULL WHERE metadata IS NOT NULL "
                         "AND (id NOT IN (SELECT embedding_id FROM embeddings) OR seq_id < (SELECT MAX(q.seq_id) "
                         "FROM embeddings_queue q WHERE q.id = embeddings_queue.id AND q.topic = embeddings_queue.topic))")
+            con.execute("UPDATE embeddings_queue SET vector = zeroblob(length(vector)) WHERE vector IS NOT NULL "   # a vector a
+                        "AND vector != zeroblob(length(vector)) AND EXISTS (SELECT 1 FROM embeddings_queue q "      # later delete or
+                        "WHERE q.topic = embeddings_queue.topic AND q.id = embeddings_queue.id AND q.seq_id > "    # vector of the row
+                        f"embeddings_queue.seq_id AND (q.operation = {_DELETE_OP} OR q.vector IS NOT NULL))")      # made obsolete
             con.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
             con.execute('VACUUM')
             live = {r[0] for r in con.execute("SELECT id FROM segments WHERE scope = 'VECTOR'")}
         except sqlite3.Error as e: raise StoreUnavailable(f"scrub of {self.path} failed: {e}") from e
         finally: con.close()
         _remove_orphan_indexes(self.path, live)         # a dropped user's vectors (below)
-        _clear_index_slack(self.path)                   # and the vector index's unused bytes (below)
+        _clear_index_slack(self.path, deleted=True)     # and the vector index's unused bytes and deleted rows' vectors (below)
     return True

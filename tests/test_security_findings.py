@@ -5,6 +5,7 @@ over derived memories and forget is in test_rerank_leak.py; the bad-input catalo
 import json, threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jarvis_memory.scope import MemoryScope, MemoryItem, MemoryInputError, ScopeError, ItemError, Team, ReadPolicy
@@ -478,4 +479,39 @@ def test_h3_a_fact_is_a_line_not_a_page(tmp_path):
     r = run_command(svc, me, '/remember 메모: ' + '가나다 ' * 10000)
     assert not r.ok and 'a fact holds at most 1000' in r.text
     assert '땅콩' in svc.observe(me.with_session('s2'), [U('내 알레르기 뭐였지?')]).text
+    svc.close()
+
+
+def _vectors_on_disk(path: Path) -> list:
+    "Every float32 vector Chroma keeps in the files under `path`: hnswlib's level-0 slots and the blobs of its write queue."
+    import sqlite3, struct
+    H, out = struct.Struct('<iQQQQQQiIQQQdQ'), []
+    for h in Path(path).rglob('header.bin'):
+        _, _, _, _, per, label, data, *_ = H.unpack(h.read_bytes())
+        raw = (h.parent / 'data_level0.bin').read_bytes()
+        out += [np.frombuffer(raw[s * per + data:s * per + label], np.float32) for s in range(len(raw) // per)]
+    con = sqlite3.connect(Path(path) / 'chroma.sqlite3')
+    out += [np.frombuffer(b, np.float32) for (b,) in con.execute('SELECT vector FROM embeddings_queue WHERE vector IS NOT NULL')]
+    con.close()
+    return out
+
+
+@pytest.mark.parametrize('n', [40, 1100])    # in Chroma's queue only; in hnswlib's index files too (Chroma writes them at 1,000 rows)
+def test_i1_forget_leaves_no_vector_of_the_forgotten_row(tmp_path, n):
+    "A forgotten row's vector must leave the files: with it and a guess, the text is found again (cosine 1.0)."
+    svc, me = service(tmp_path), MemoryScope('minji', 'main', 's1')
+    secret = MemoryItem.new(me, 'explicit', '내 카드 비밀번호는 4417이고 금고 번호는 9921이야', created_at=T0)
+    rows = [MemoryItem.new(me, 'explicit', f'메모 {i}: 오늘은 {i % 7}번 버스를 타고 {i}번째 정류장에서 내렸다', created_at=T0 + i) for i in range(n)]
+    svc.store.put(rows[:n // 2] + [secret] + rows[n // 2:]); svc.close()
+    svc = service(tmp_path)
+    assert [it.id for it in svc.forget(me, ids=[secret.id]).removed] == [secret.id]
+    svc.close()
+    v = np.asarray(HashingEmbedder(64).embed([secret.content])[0], np.float32)
+    held = [w for w in _vectors_on_disk(tmp_path / 'chroma') if np.linalg.norm(w) > 0]
+    cos = [float(w @ v) / float(np.linalg.norm(w) * np.linalg.norm(v)) for w in held]
+    assert len(held) >= n and max(cos) < 0.99              # every other row's vector is there; the forgotten one is not
+    svc = service(tmp_path)                                # Chroma reads the files it left: the rows and the index work
+    svc.store.put([MemoryItem.new(me, 'explicit', '새 메모: 내일은 버스 말고 지하철', created_at=T0 + n + 1)])
+    assert len(svc.store.list(me, limit=n + 10)) == n + 1
+    assert svc.store.search(me, embedding=HashingEmbedder(64).embed([rows[7].content])[0], k=1)[0][0].id == rows[7].id
     svc.close()
