@@ -453,8 +453,9 @@ def recall_questions(mem: ConversationMemory, questions: list[Question], setting
         for a in arms:
             fam, s = MEMORY_ARMS[a], arm_settings(settings, a, pool)
             if fam not in reads:
-                reads[fam] = collect(store, fam_scopes[fam], query, s, terms=terms, query_embedding=qvecs[fam][i], sources='turns+src' in arms and fam == 'turns',
-                                     now=q_now, until=until, recent=initiative)
+                with store.team.pinned():            # one recall under one read policy, as `observe` reads
+                    reads[fam] = collect(store, fam_scopes[fam], query, s, terms=terms, query_embedding=qvecs[fam][i],
+                                         sources='turns+src' in arms and fam == 'turns', now=q_now, until=until, recent=initiative)
             res = reads[fam].arrange(q_now, s, k=NO_CAP, budget=s.budget_chars)
             ranked = (shown_item(mem, ln) for ln in res.iter_lines() if ln.item.id not in res.told)   # made as `_gold_rank` reads: most stop early
             rows = [shown_rows(ln.item) for ln in res.lines]
