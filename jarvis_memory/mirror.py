@@ -15,7 +15,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .scope import MemoryItem
-from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _chunks, _CHUNK, _MP, row_context, said_by, SPEAKER_KEYS
+from .store import ReadClause, _gkey, _hkey, _NUM, _row_item, _item_md, _chunks, _CHUNK, _MP, row_context, said_by, SPEAKER_KEYS
 from .lexical import LexicalIndex, LexicalError, lexical_text, CONTEXT_KEYS
 
 # %% auto #0
@@ -237,6 +237,7 @@ class _Mirror:
         self.lex_on_disk = False                            # ... and the BM25 terms of every one of them
         self.vec_saved = None                               # ((vectors version, gone rows), reference) of the vectors file last saved or read
         self._strs: dict = {}
+        self.mds: dict = {}                                 # row number -> (its metadata dict, `_item_md` of it): see `item`
 
     @classmethod
     def load(cls, key: str, col) -> _Mirror:
@@ -337,7 +338,7 @@ class _Mirror:
                 if c[n] <= 0: del c[n]
 
     def _kill(self, rn):
-        self._ungroup(rn)
+        self._ungroup(rn); self.mds.pop(rn, None)
         self.vec.pop(rn, None); self.vec.missing.discard(rn); self.short.discard(rn)
         del self.rn[self.ids[rn]]
         self.ids[rn] = self.docs[rn] = self.metas[rn] = None
@@ -395,7 +396,9 @@ class _Mirror:
         key = self._strs.setdefault('last_accessed', 'last_accessed')
         for i in ids:                                       # no group or sort key changes: replace the dict only
             rn = self.rn.get(i)
-            if rn is not None: self.metas[rn] = {**self.metas[rn], key: when}
+            if rn is not None:
+                new = self.metas[rn] = {**self.metas[rn], key: when}
+                if (h := self.mds.get(rn)) is not None: self.mds[rn] = (new, h[1])   # (no item metadata changed)
         self.pending.update((i, when) for i in ids)
         if self.pending_at is None: self.pending_at = time.monotonic()
 
@@ -411,9 +414,19 @@ class _Mirror:
 
 
 # %% ../nbs/04_mirror.ipynb #a5405752
+_MDS = 8192        # rows whose item metadata `item` keeps (all are dropped past that): a recall's candidates, turn after turn
+
 @patch
 def item(self: _Mirror, rn: int) -> MemoryItem:
-    it = _row_item(self.ids[rn], self.docs[rn], self.metas[rn], trusted=bool(self.valid[rn]))
+    "The `MemoryItem` of row `rn`. Its metadata is copied from the `m.` keys read once per version of the row's metadata"
+    "(`mds`, checked by identity: every change replaces the dict): a recall makes 60-200 items, a LoCoMo turn's row has"
+    "about 25 keys, and reading them again was two thirds of making an item."
+    meta = self.metas[rn]
+    hit = self.mds.get(rn)
+    if hit is None or hit[0] is not meta:
+        if len(self.mds) >= _MDS: self.mds.clear()
+        hit = self.mds[rn] = (meta, _item_md(meta))
+    it = _row_item(self.ids[rn], self.docs[rn], meta, trusted=bool(self.valid[rn]), md=hit[1])
     self.valid[rn] = 1
     return it
 

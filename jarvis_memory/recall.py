@@ -535,10 +535,14 @@ def says_nothing(item: MemoryItem) -> bool:
     if item.source != 'turn': return False
     if 'utterance_chars' in item.metadata:
         u, a = turn_text(item)
-        if u and not is_contentless(u): return False
-        head = a[:_SAYS_CHARS]
-        return is_contentless(head) or (bool(u) and _only_asks(head))
+        return _nothing_said(u, a[:_SAYS_CHARS])
     return is_contentless(_LABEL.sub('', item.content)[:_SAYS_CHARS])
+
+@functools.lru_cache(maxsize=16384)     # every candidate is asked, and the same turns come back turn after turn
+def _nothing_said(u: str, head: str) -> bool:
+    "`says_nothing` of a turn whose user line is `u` and whose answer begins with `head`."
+    if u and not is_contentless(u): return False
+    return is_contentless(head) or (bool(u) and _only_asks(head))
 
 _SAYS_CHARS = 300            # an answer's head is enough to know whether it says anything
 

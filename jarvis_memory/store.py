@@ -148,11 +148,16 @@ def _row_meta(item: MemoryItem, has_vector: bool) -> dict:
     for k, v in item.metadata.items(): m[_MP + k] = list(v) if isinstance(v, tuple) else v
     return m
 
-def _row_item(id: str, doc: str, meta: dict, embedding=None, trusted: bool = False) -> MemoryItem:
-    "The `MemoryItem` stored in a Chroma row (the inverse of `_row_meta`); `trusted`: known valid, skip re-validation."
+def _item_md(meta: dict) -> tuple[dict, tuple]:
+    "What `_row_item` makes an item's metadata of: the row's `m.` keys (`_item_meta`), and which of them hold a list."
     md = _item_meta(meta)
-    for k, v in md.items():
-        if type(v) is tuple or type(v) is list: md[k] = list(v)        # a fresh list: never the row's own
+    return md, tuple(k for k, v in md.items() if type(v) is tuple or type(v) is list)
+
+def _row_item(id: str, doc: str, meta: dict, embedding=None, trusted: bool = False, md: tuple | None = None) -> MemoryItem:
+    "The `MemoryItem` stored in a Chroma row (the inverse of `_row_meta`); `trusted`: known valid, skip re-validation;"
+    "`md`: `_item_md(meta)` if the caller keeps it (the item gets a copy)."
+    md, lists = _item_md(meta) if md is None else (dict(md[0]), md[1])
+    for k in lists: md[k] = list(md[k])                                 # a fresh list: never the row's own
     emb = np.asarray(embedding, dtype=np.float32) if embedding is not None and meta.get('has_vector') else None
     f = dict(id=id, user_id=meta['user_id'], agent_id=meta['agent_id'], source=meta['source'], content=doc,
              session_id=meta['session_id'] or None, importance=meta['importance'], created_at=meta['created_at'],
