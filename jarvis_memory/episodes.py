@@ -16,8 +16,9 @@ from .window import Turn
 from .language import _INVISIBLE, _LINE_SEPS
 
 # %% auto #0
-__all__ = ['clean_text', 'visible_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids', 'answer_pieces', 'tail',
-           'turn_item', 'turn_items', 'turn_text', 'stale_piece_ids', 'is_window_episode', 'window_episode_ids']
+__all__ = ['MAX_TOOL_NAMES', 'clean_text', 'visible_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids',
+           'answer_pieces', 'tail', 'turn_item', 'turn_items', 'turn_text', 'stale_piece_ids', 'is_window_episode',
+           'window_episode_ids']
 
 # %% ../nbs/11_episodes.ipynb #bdb0b5cb
 _re_surrogate = re.compile('[\ud800-\udfff]')
@@ -198,9 +199,11 @@ def answer_pieces(answer: str, utterance: str, settings: Settings, lang: str) ->
     return [h + answer[s:e] for h, s, e in _piece_spans(answer, utterance, settings, lang)]
 
 # %% ../nbs/11_episodes.ipynb #cab737f0
+MAX_TOOL_NAMES = 64      # distinct tool names a turn's metadata keeps (a turn of 6,000 calls made a row Chroma could not write)
+
 def _meta(rec: TurnRecord, lang: str) -> dict:
     m = dict(task_type=rec.tools[0] if rec.tools else 'chat', outcome='failure' if rec.failed else 'success')
-    if rec.tools: m['tools'] = list(rec.tools)
+    if rec.tools: m['tools'] = list(dict.fromkeys(rec.tools))[:MAX_TOOL_NAMES]     # which tools, not each call
     m.update({k: getattr(rec, k) for k in ('speaker', 'answer_speaker') if getattr(rec, k)})
     return dict(m, turn=rec.number, consolidated=False, lang=lang)
 

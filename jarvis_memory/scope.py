@@ -17,11 +17,12 @@ _log = logging.getLogger(__name__)
 
 # %% auto #0
 __all__ = ['LOAD_SECONDS', 'ID_PUNCTUATION', 'AGENT_PUNCTUATION', 'LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER',
-           'SUPERSEDED', 'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError', 'PolicyError',
-           'MemoryUnavailable', 'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope', 'source_layer',
-           'check_layer', 'check_kind', 'text_ok', 'check_text', 'check_metadata', 'is_superseded', 'fresh_hex',
-           'check_time', 'agent_tag', 'id_owner_tag', 'MemoryItem', 'natural_id', 'owned_id', 'natural_prefix',
-           'check_natural_id', 'ReadPolicy', 'parse_policy', 'read_policy_file', 'policy_files', 'load_policy', 'Team']
+           'MAX_META_VALUES', 'SUPERSEDED', 'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError',
+           'PolicyError', 'MemoryUnavailable', 'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope',
+           'source_layer', 'check_layer', 'check_kind', 'text_ok', 'check_text', 'check_metadata', 'is_superseded',
+           'fresh_hex', 'check_time', 'agent_tag', 'id_owner_tag', 'MemoryItem', 'natural_id', 'owned_id',
+           'natural_prefix', 'check_natural_id', 'ReadPolicy', 'parse_policy', 'read_policy_file', 'policy_files',
+           'load_policy', 'Team']
 
 # %% ../nbs/00_scope.ipynb #94b9eac7
 class MemoryInputError(ValueError):
@@ -165,9 +166,16 @@ def _scalar_ok(v) -> bool:
     if isinstance(v, str): return text_ok(v)
     return isinstance(v, _SCALARS)
 
+MAX_META_VALUES = 4000   # values of one item's metadata (a key or a list element each): Chroma 1.5 writes a row's metadata in
+                         # one SQLite statement, 6 parameters a value, and SQLite takes 32,766: a row of 5,462 values was
+                         # never written, and every later read, write and delete of its user failed (issue 14, probe 3)
+
 def check_metadata(meta: dict, what: str = "metadata") -> dict:
-    "Return `meta` if Chroma can store every value, else raise `ItemError` naming the key."
+    "Return `meta` if Chroma can store every value, else raise `ItemError` naming the key (or, past `MAX_META_VALUES`, the count)."
     if not isinstance(meta, dict): raise ItemError(f"{what} must be a dict, got {type(meta).__name__}")
+    n = sum(len(v) if isinstance(v, (list, tuple)) else 1 for v in meta.values())
+    if n > MAX_META_VALUES:
+        raise ItemError(f"{what} holds {n} values (keys and list elements), more than the {MAX_META_VALUES} one stored row can take")
     for k, v in meta.items():
         if not isinstance(k, str) or not k or not text_ok(k):
             raise ItemError(f"{what} keys must be non-empty strings of valid Unicode, got {k!r}")

@@ -515,3 +515,22 @@ def test_i1_forget_leaves_no_vector_of_the_forgotten_row(tmp_path, n):
     assert len(svc.store.list(me, limit=n + 10)) == n + 1
     assert svc.store.search(me, embedding=HashingEmbedder(64).embed([rows[7].content])[0], k=1)[0][0].id == rows[7].id
     svc.close()
+
+
+def test_j1_a_turn_of_thousands_of_tool_calls_leaves_the_store_usable(tmp_path):
+    "Probe 3, F1: a row whose metadata Chroma cannot write (6,000 tool names) made every later read, write and delete of its user fail."
+    svc, me = service(tmp_path), MemoryScope('alice', 'main', 's1')
+    svc.remember(me, '거주지: 서울')
+    calls = [{'id': f'c{i}', 'type': 'function', 'function': {'name': 'read_file' if i % 2 else f'tool_{i % 300}', 'arguments': '{}'}} for i in range(6000)]
+    h = [U('index every file in my project'), {'role': 'assistant', 'content': None, 'tool_calls': calls},
+         *({'role': 'tool', 'tool_call_id': f'c{i}', 'content': 'ok'} for i in range(6000)), A('done, indexed 6000 files')]
+    [turn] = svc.record_turn(me, h)
+    assert turn.metadata['tools'][:2] == ['tool_0', 'read_file'] and len(turn.metadata['tools']) == 64    # which tools, not each call
+    with pytest.raises(ItemError, match='holds 5001 values'):
+        svc.store.put([MemoryItem.new(me, 'explicit', 'tagged note', metadata={'tags': ['t'] * 5000, 'n': 1})])
+    svc.close()
+    svc = service(tmp_path)                                   # another process: the user's rows still read, write and go
+    assert '서울' in svc.observe(me.with_session('s2'), [U('내가 어디 살지?')]).text
+    svc.remember(me, '취미: 등산')
+    assert svc.forget_user('alice') >= 3
+    svc.close()
