@@ -16,7 +16,7 @@ from .window import Turn
 from .language import _INVISIBLE, _LINE_SEPS
 
 # %% auto #0
-__all__ = ['MAX_TOOL_NAMES', 'clean_text', 'visible_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids',
+__all__ = ['MAX_TOOL_STEPS', 'clean_text', 'visible_text', 'TurnRecord', 'turn_id', 'piece_id', 'legacy_turn_ids',
            'answer_pieces', 'tail', 'turn_item', 'turn_items', 'turn_text', 'stale_piece_ids', 'is_window_episode',
            'window_episode_ids']
 
@@ -199,11 +199,12 @@ def answer_pieces(answer: str, utterance: str, settings: Settings, lang: str) ->
     return [h + answer[s:e] for h, s, e in _piece_spans(answer, utterance, settings, lang)]
 
 # %% ../nbs/11_episodes.ipynb #cab737f0
-MAX_TOOL_NAMES = 64      # distinct tool names a turn's metadata keeps (a turn of 6,000 calls made a row Chroma could not write)
+MAX_TOOL_STEPS = 64      # steps of a turn's tool sequence its metadata keeps, a run of calls of one tool a step (procedures
+                         # read the order, S-7.6): a turn of 6,000 calls made a row Chroma could not write (issue 14, probe 3)
 
 def _meta(rec: TurnRecord, lang: str) -> dict:
     m = dict(task_type=rec.tools[0] if rec.tools else 'chat', outcome='failure' if rec.failed else 'success')
-    if rec.tools: m['tools'] = list(dict.fromkeys(rec.tools))[:MAX_TOOL_NAMES]     # which tools, not each call
+    if rec.tools: m['tools'] = [t for i, t in enumerate(rec.tools) if not i or t != rec.tools[i - 1]][:MAX_TOOL_STEPS]
     m.update({k: getattr(rec, k) for k in ('speaker', 'answer_speaker') if getattr(rec, k)})
     return dict(m, turn=rec.number, consolidated=False, lang=lang)
 

@@ -525,7 +525,7 @@ def test_j1_a_turn_of_thousands_of_tool_calls_leaves_the_store_usable(tmp_path):
     h = [U('index every file in my project'), {'role': 'assistant', 'content': None, 'tool_calls': calls},
          *({'role': 'tool', 'tool_call_id': f'c{i}', 'content': 'ok'} for i in range(6000)), A('done, indexed 6000 files')]
     [turn] = svc.record_turn(me, h)
-    assert turn.metadata['tools'][:2] == ['tool_0', 'read_file'] and len(turn.metadata['tools']) == 64    # which tools, not each call
+    assert turn.metadata['tools'][:2] == ['tool_0', 'read_file'] and len(turn.metadata['tools']) == 64    # the sequence's first 64 steps
     with pytest.raises(ItemError, match='holds 5001 values'):
         svc.store.put([MemoryItem.new(me, 'explicit', 'tagged note', metadata={'tags': ['t'] * 5000, 'n': 1})])
     svc.close()
