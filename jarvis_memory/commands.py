@@ -149,13 +149,15 @@ _COMPACT_PROMPT = {
 def transcript(history, lang: str, *, max_message_chars: int = 1000, max_chars: int = COMPACT_MAX_CHARS) -> tuple[str, int]:
     "The user/assistant lines of `history` (tool calls by name), newest kept within `max_chars`; and how many lines were dropped."
     who = {'ko': ('사용자', '어시스턴트', '도구 호출'), 'en': ('User', 'Assistant', 'tool call')}[lang]
-    cut = lambda s: s.strip() if len(s.strip()) <= max_message_chars else s.strip()[:max_message_chars] + '…'
+    def cut(s: str) -> str:                        # one line a message: text inside one cannot forge another's line (probe 3, F3)
+        s = ' '.join(s.split())
+        return s if len(s) <= max_message_chars else s[:max_message_chars] + '…'
     lines = []
     for m in history:
         if m['role'] == 'user': lines.append(f"{who[0]}: {cut(m['content'])}")
         elif m['role'] == 'assistant':
             if (m.get('content') or '').strip(): lines.append(f"{who[1]}: {cut(m['content'])}")
-            calls = [c['function']['name'] for c in m.get('tool_calls') or []]
+            calls = [cut(c['function']['name']) for c in m.get('tool_calls') or []]
             if calls: lines.append(f"{who[1]}: ({who[2]}: {', '.join(calls)})")
     keep, n = [], 0
     for l in reversed(lines):
