@@ -15,7 +15,7 @@ from typing import Iterable
 import numpy as np
 from fastcore.basics import patch
 
-from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, natural_id, owned_id
+from .scope import MemoryInputError, ScopeError, MemoryScope, MemoryItem, natural_id, owned_id, json_loads
 from .settings import Settings
 from .store import Filter
 from .embeddings import EmbeddingError, EmbeddingUnavailable
@@ -124,10 +124,10 @@ def salvage_facts(raw: str) -> list | None:
     "The fact list in a raw LLM answer that failed the schema, read leniently; None if it is not JSON of that shape."
     s = (raw or '').strip()
     if m := _FENCE.match(s): s = m.group(1).strip()
-    try: doc = json.loads(s, strict=False)      # llama.cpp's grammar lets raw newlines into strings
+    try: doc = json_loads(s, strict=False)      # llama.cpp's grammar lets raw newlines into strings
     except ValueError:
         closed = close_cut_json(s)
-        try: doc = json.loads(closed, strict=False) if closed else None
+        try: doc = json_loads(closed, strict=False) if closed else None
         except ValueError: return None
     if isinstance(doc, dict) and isinstance(doc.get('facts'), list): return doc['facts']
     return doc if isinstance(doc, list) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect, functools, json, re, threading, time, unicodedata, warnings
 from collections.abc import Callable, Iterable, Mapping
 
-from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
+from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS, json_loads
 
 # %% auto #0
 __all__ = ['PARTICLES', 'EN_STOPWORDS', 'KO_STOPWORDS', 'HANGUL_WEIGHT', 'LANGUAGES', 'KO_LIGHT_STEMS', 'KO_COURTESY', 'KO_ACK',
@@ -362,7 +362,7 @@ def _body_texts(msg, i: int):
     for text in parts:
         s = text.strip()
         if role == 'assistant' and s[:1] in ('{', '['):
-            try: doc = json.loads(s)
+            try: doc = json_loads(s)
             except ValueError: doc = None
             if isinstance(doc, (dict, list)):
                 yield from _json_strings(doc); continue

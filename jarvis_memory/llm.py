@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from filelock import FileLock
 
-from .scope import MemoryInputError, MemoryUnavailable
+from .scope import MemoryInputError, MemoryUnavailable, json_loads
 from .settings import Settings
 
 def _openai_module():
@@ -102,7 +102,7 @@ def parse_answer(text, schema: dict | None = None):
     if schema is None: return _no_surrogates(text)
     s = text.strip()
     if m := _FENCE.match(s): s = m.group(1).strip()   # some servers wrap JSON in a ```json fence
-    try: value = _no_surrogates(json.loads(s))
+    try: value = _no_surrogates(json_loads(s))
     except json.JSONDecodeError as e:
         raise LLMBadOutput(f"LLM answer is not valid JSON ({e.msg} at char {e.pos}): {_short(text)}", text) from None
     js = _jsonschema()

@@ -10,7 +10,7 @@ import json
 
 from fastcore.basics import patch
 
-from .scope import ItemError, MemoryScope, MemoryItem, natural_id, owned_id, ScopeError
+from .scope import ItemError, MemoryScope, MemoryItem, natural_id, owned_id, ScopeError, json_loads
 from .store import Filter
 from .language import clean_text, folded, text_language
 from .core import MemoryCore, register_id_move
@@ -146,7 +146,7 @@ def handle_tool_call(self: Patterns, scope: MemoryScope, tool_call: dict) -> str
         raise PatternError(f"handle_tool_call runs {TOOL_NAME!r} calls, got {(fn.get('name') if isinstance(fn, dict) else fn)!r}")
     args = fn.get('arguments')
     if isinstance(args, str):
-        try: args = json.loads(args)
+        try: args = json_loads(args)
         except json.JSONDecodeError as e:
             return (f"error: the arguments of {TOOL_NAME} are not valid JSON ({e.msg} at char {e.pos}); nothing was saved. "
                     f"Call it again with a JSON object with keys {', '.join(_FIELDS)}.")

@@ -19,10 +19,10 @@ _log = logging.getLogger(__name__)
 __all__ = ['LOAD_SECONDS', 'ID_PUNCTUATION', 'AGENT_PUNCTUATION', 'LAYERS', 'KINDS', 'LAYER_KIND', 'KIND_LAYER', 'SOURCE_LAYER',
            'MAX_META_VALUES', 'SUPERSEDED', 'TIME_MIN', 'TIME_MAX', 'MemoryInputError', 'ScopeError', 'ItemError',
            'PolicyError', 'MemoryUnavailable', 'check_id', 'check_agent_id', 'MemoryScope', 'caller_scope',
-           'source_layer', 'check_layer', 'check_kind', 'text_ok', 'check_text', 'check_metadata', 'is_superseded',
-           'fresh_hex', 'check_time', 'agent_tag', 'id_owner_tag', 'MemoryItem', 'natural_id', 'owned_id',
-           'natural_prefix', 'check_natural_id', 'ReadPolicy', 'parse_policy', 'read_policy_file', 'policy_files',
-           'load_policy', 'Team']
+           'source_layer', 'check_layer', 'check_kind', 'text_ok', 'check_text', 'json_loads', 'check_metadata',
+           'is_superseded', 'fresh_hex', 'check_time', 'agent_tag', 'id_owner_tag', 'MemoryItem', 'natural_id',
+           'owned_id', 'natural_prefix', 'check_natural_id', 'ReadPolicy', 'parse_policy', 'read_policy_file',
+           'policy_files', 'load_policy', 'Team']
 
 # %% ../nbs/00_scope.ipynb #94b9eac7
 class MemoryInputError(ValueError):
@@ -165,6 +165,12 @@ def _scalar_ok(v) -> bool:
     if isinstance(v, float) and not math.isfinite(v): return False
     if isinstance(v, str): return text_ok(v)
     return isinstance(v, _SCALARS)
+
+def json_loads(s, **kw):
+    "`json.loads`, but a document nested deeper than the parser's recursion limit is the `json.JSONDecodeError` (a"
+    "`ValueError`) any bad document gets, not a bare `RecursionError` (issue 14, probe 3: 2,000 '[' in a tool result)."
+    try: return json.loads(s, **kw)
+    except RecursionError: raise json.JSONDecodeError("nested too deeply", s if isinstance(s, str) else '', 0) from None
 
 MAX_META_VALUES = 4000   # values of one item's metadata (a key or a list element each): Chroma 1.5 writes a row's metadata in
                          # one SQLite statement, 6 parameters a value, and SQLite takes 32,766: a row of 5,462 values was

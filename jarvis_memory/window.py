@@ -11,7 +11,7 @@ import json, re, threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .scope import MemoryInputError, ScopeError, MemoryScope, check_id
+from .scope import MemoryInputError, ScopeError, MemoryScope, check_id, json_loads
 from .settings import SettingsError
 
 # %% auto #0
@@ -103,7 +103,7 @@ def is_tool_error(message: dict) -> bool:
     if _re_error_text.match(text): return True
     t = text.strip()
     if t.startswith('{') and t.endswith('}') and len(t) <= 100_000:
-        try: obj = json.loads(t)
+        try: obj = json_loads(t)
         except ValueError: return False
         return isinstance(obj, dict) and bool(obj.get('error'))
     return False

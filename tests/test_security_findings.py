@@ -534,3 +534,20 @@ def test_j1_a_turn_of_thousands_of_tool_calls_leaves_the_store_usable(tmp_path):
     svc.remember(me, '취미: 등산')
     assert svc.forget_user('alice') >= 3
     svc.close()
+
+
+def test_j2_json_nested_too_deeply_is_a_bad_document_not_a_crash(tmp_path):
+    "Probe 3, F4: 4 KB of '[' ... ']' in a tool result, an assistant message, tool arguments or an LLM answer raised a bare RecursionError."
+    svc, me = service(tmp_path), MemoryScope('alice', 'main', 's1')
+    deep = '[' * 2000 + ']' * 2000
+    call = {'id': 'c1', 'type': 'function', 'function': {'name': 'fetch', 'arguments': '{}'}}
+    assert svc.record_turn(me, [U('fetch the API'), {'role': 'assistant', 'content': None, 'tool_calls': [call]},
+                                {'role': 'tool', 'tool_call_id': 'c1', 'content': '{"data":' + deep + '}'}, A('done')])
+    assert run_command(svc, me, '/help', history=[U('give me the raw JSON'), A(deep)]).ok
+    said = svc.handle_tool_call(me, {'id': 'c2', 'type': 'function', 'function': {'name': 'remember_task_pattern', 'arguments': '{"name":' + deep + '}'}})
+    assert said.startswith('error: the arguments of remember_task_pattern are not valid JSON (nested too deeply')
+    s9 = MemoryScope('alice', 'main', 's9')
+    svc.record_turn(s9, [U('I live in Seoul with my cat Nabi.'), A('ok')])
+    report = svc.end_session(s9, FakeLLM(['{"facts":' + deep + '}']))
+    assert report.written == [] and [g.status for g in report.groups] == ['failed']   # a bad answer: reported, nothing written
+    svc.close()
