@@ -15,8 +15,9 @@ from .scope import MemoryInputError, MemoryUnavailable, LOAD_SECONDS
 from .settings import Settings
 
 # %% auto #0
-__all__ = ['EmbeddingError', 'EmbeddingUnavailable', 'Embedder', 'cosine_table', 'format_cosines', 'HashingEmbedder',
-           'UseEmbedder', 'separation', 'E5Embedder', 'OpenAIEmbedder', 'CachedEmbedder', 'cached', 'get_embedder']
+__all__ = ['EMBED_MAX_CHARS', 'EmbeddingError', 'EmbeddingUnavailable', 'Embedder', 'cosine_table', 'format_cosines',
+           'HashingEmbedder', 'UseEmbedder', 'separation', 'E5Embedder', 'OpenAIEmbedder', 'CachedEmbedder', 'cached',
+           'get_embedder']
 
 # %% ../nbs/02_embeddings.ipynb #3e33dac8
 class EmbeddingError(MemoryInputError):
@@ -24,6 +25,9 @@ class EmbeddingError(MemoryInputError):
 
 class EmbeddingUnavailable(MemoryUnavailable):
     "The embedder did not deliver: an endpoint that is down or answered with an error, or vectors of the wrong shape or zero."
+
+EMBED_MAX_CHARS = 8000   # characters of a text an embedder reads: its head stands for it. e5 reads 512 tokens anyway, and USE's
+                         # time and memory grow with the text (100 KB queries: 11 s and 1.7 GB each; issue 14, probe 3)
 
 class Embedder:
     "Base class: `embed(texts, query=False)` -> float32 `(len(texts), dim)` array of L2-normalised rows."
@@ -33,7 +37,7 @@ class Embedder:
 
     def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         "Embed `texts`; `query=True` marks search queries (providers that distinguish them, e.g. e5, use it)."
-        texts = _check_texts(texts)
+        texts = [t[:EMBED_MAX_CHARS] for t in _check_texts(texts)]
         if not texts: return np.zeros((0, self.dim), dtype=np.float32)
         v = np.asarray(self._embed(texts, bool(query)), dtype=np.float32)
         if v.ndim != 2 or v.shape[0] != len(texts):

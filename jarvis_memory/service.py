@@ -103,7 +103,11 @@ def leaves_initiative(history) -> bool:
     turns = split_turns(msgs)
     if not turns: return False
     u = turns[-1].utterance or ''
+    if len(u) > 2 * _INITIATIVE_CHARS: u = f"{u[:_INITIATIVE_CHARS]}\n{u[-_INITIATIVE_CHARS:]}"   # a long line: its head and tail
     return is_contentless(u) or (answered_line(msgs) is not None and not asks_or_requests(u))
+
+_INITIATIVE_CHARS = 1000     # Kiwi read the whole of a 100 KB line here, 6 s an `observe` (issue 14, probe 3); a request or
+                             # a question opens or closes a long message ("(a pasted log) ... 왜 이래?")
 
 def history_query(history, settings: Settings) -> str:
     "The recall query `observe` builds from a history: the last user line, the previous exchange in front when it points or says little (S-5.1, S-5.2; issue 12)."
