@@ -551,3 +551,12 @@ def test_j2_json_nested_too_deeply_is_a_bad_document_not_a_crash(tmp_path):
     report = svc.end_session(s9, FakeLLM(['{"facts":' + deep + '}']))
     assert report.written == [] and [g.status for g in report.groups] == ['failed']   # a bad answer: reported, nothing written
     svc.close()
+
+
+def test_j3_forget_lists_no_terminal_control_characters(tmp_path):
+    "Probe 3, F8: a row `put` directly kept ESC sequences, and `/forget` listed it raw: `jarvis-memory chat` prints that list."
+    svc, me = service(tmp_path), MemoryScope('alice', 'main', 's1')
+    svc.store.put([MemoryItem.new(me, 'explicit', 'wifi password \x1b[2J\x1b]0;pwned\x07 is QZ-1234 \x9b31m')])
+    r = run_command(svc, me, '/forget QZ-1234')
+    assert r.ok and 'QZ-1234' in r.text and not any(c in r.text for c in '\x1b\x07\x9b')
+    svc.close()
