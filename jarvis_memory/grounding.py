@@ -332,7 +332,8 @@ _EN_OPEN = re.compile(r"^\W*(?:(?:and|but|so|also|oh|ok|okay|well|hmm|then|now|a
 _KO_QUESTION_ENDS = ('까', '니', '냐', '나요', '까요', '는지', '는지요', '련지', '래')
 
 def _en_clauses(sentence: str) -> list[Clause]:
-    parts = [p for p in re.split(r'[,;]\s*|\s+[-–—]+\s+', sentence) if p.strip()]        # commas, semicolons, dashes
+    parts = [p for p in re.split(r'[,;]\s*|(?<!\s)\s+[-–—]+\s+', sentence) if p.strip()]   # commas, semicolons, dashes (a dash's
+                                                     # spaces matched from where they begin: a run of spaces was quadratic)
     asks = sentence.rstrip().endswith('?')
     out, mood = [], 'statement'
     for p in parts:
