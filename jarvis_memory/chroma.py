@@ -280,7 +280,7 @@ class _Journal:
         "Append `rec` as one JSON line (the file made owner-only on first use)."
         line = json.dumps(rec, ensure_ascii=False, separators=(',', ':'), default=_plain) + '\n'
         if self.f is None:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
+            self.file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.f = open(os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 'a', encoding='utf-8')
         self.f.write(line); self.f.flush()        # in the OS's hands: a killed process loses nothing it returned from
 
@@ -712,7 +712,7 @@ class ChromaStore:
 
     def _open_embedded(self, p: Path):
         if p.exists() and not p.is_dir(): raise StoreError(f"store path {p} is a file, not a directory")
-        try: p.mkdir(parents=True, exist_ok=True)
+        try: p.mkdir(mode=0o700, parents=True, exist_ok=True)   # a new store: its owner's only (Chroma writes its files 0644)
         except OSError as e: raise StoreError(f"cannot create store directory {p}: {e}") from None
         self.path, self.server_url, self.location = p.resolve(), None, str(p)
         self._shared = _acquire('path:' + str(self.path), self.path)

@@ -908,7 +908,7 @@ def save(self: _Mirror, path, stamp: dict) -> int:
     head = _jbytes({'format': _FORMAT, **stamp, 'live': len(live), 'indexed': indexed, 'code': _code_stamps(),
                     'lexical': lex is not None and len(lex) == len(live), 'saved_at': time.time(), 'parts': table,
                     'vectors': vref})
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
         with open(tmp, 'wb') as f:
@@ -939,7 +939,7 @@ def _save_vectors(self: _Mirror, path: Path, lv: np.ndarray) -> dict:
     mat, bits = (V.mat[:n], V.bits[:n]) if same else (V.mat[lv[:n]], V.bits[lv[:n]])    # the matrices as they are
     if not same: mat[~held[:n]] = 0; bits[~held[:n]] = 0    # (else copies; a row without a vector is written as zeros)
     has = held[:n].astype(np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp, digest = path.with_name(f"{path.stem}.vec.tmp{os.getpid()}"), hashlib.sha256()
     try:
         with open(tmp, 'wb') as f:

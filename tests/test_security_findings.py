@@ -560,3 +560,12 @@ def test_j3_forget_lists_no_terminal_control_characters(tmp_path):
     r = run_command(svc, me, '/forget QZ-1234')
     assert r.ok and 'QZ-1234' in r.text and not any(c in r.text for c in '\x1b\x07\x9b')
     svc.close()
+
+
+def test_j4_a_new_store_is_its_owners_only(tmp_path):
+    "Probe 3: snapshots and Chroma's SQLite were world-readable (0644); a new store's directory, and ours inside it, are 0700."
+    import stat
+    svc, me = service(tmp_path), MemoryScope('alice', 'main', 's1')
+    svc.remember(me, '거주지: 서울'); svc.close()
+    dirs = [tmp_path / 'chroma', tmp_path / 'chroma' / 'jarvis_mirror']
+    assert all(d.is_dir() for d in dirs) and [stat.S_IMODE(d.stat().st_mode) & 0o077 for d in dirs] == [0, 0]
