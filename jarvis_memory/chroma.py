@@ -144,11 +144,7 @@ def _clear_gone_vectors(seg: Path, cur: int, per: int, links: int, data: int, la
 def _clear_index_slack(path: Path, deleted: bool = False) -> int:
     "Zero the unused tails of the HNSW index files of embedded store `path` (heap memory hnswlib wrote with them) and, with"
     "`deleted`, the vectors it keeps of deleted rows (`_clear_gone_vectors`); returns the bytes zeroed."
-    n, alive = 0, None
-    def live():
-        nonlocal alive
-        if alive is None: alive = _live_ids(path)
-        return alive
+    n, live = 0, functools.cache(lambda: _live_ids(path))     # (read once, by the first segment that needs it)
     for h in sorted(path.glob('*/header.bin')):
         try:
             raw = h.read_bytes()
@@ -613,14 +609,12 @@ class _Client(_Lazy):
 @contextlib.contextmanager
 def _chroma_sqlite(path: Path):
     "A read-only connection to Chroma's SQLite at `path`, without chromadb; `sqlite3.Error` if it cannot be opened."
-    import sqlite3
     con = sqlite3.connect((path / 'chroma.sqlite3').as_uri() + '?mode=ro', uri=True, timeout=10)
     try: yield con
     finally: con.close()
 
 def _peek(path: Path, names: list) -> dict | None:
     "The collections among `names` in Chroma's SQLite at `path`, `{name: (id, metadata)}`, read without chromadb; None if unreadable."
-    import sqlite3
     try:
         with _chroma_sqlite(path) as con:
             out = {}
@@ -830,7 +824,6 @@ def _snap_file(path: Path, key: str) -> Path: return path / _SNAP_DIR / f'{key}.
 
 def _chroma_state(path: Path, col_id: str) -> tuple[int, int] | None:
     "Chroma's write sequence number for a collection (the last log record its metadata segment applied) and that segment's row count; None if unreadable."
-    import sqlite3
     try:
         with _chroma_sqlite(path) as con:
             row = con.execute("SELECT s.seq_id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = g.id) "
@@ -1841,7 +1834,6 @@ def scrub(self: ChromaStore) -> bool:
     if self.path is None:
         _log.warning("scrub: the files of %s are the server's; run `chroma utils vacuum` on the server's path", self.location)
         return False
-    import sqlite3
     with self._shared.write:
         _flush_all(self._client, self._shared)
         for key in list(self._shared.mirrors): _unsnap(self._shared, key)

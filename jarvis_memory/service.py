@@ -235,8 +235,8 @@ class Forgotten:
 
     def lines(self, max_chars: int = 80) -> list[str]:
         "One line per removed or derived row and per file, for the user to see what went."
-        cut = lambda s: (lambda t: t if len(t) <= max_chars else t[:max_chars - 1] + '…')(' '.join(visible_text(s).split()))   # (a row `put`
-                                                                       # directly may hold ESC: a terminal would obey it)
+        # shown as `visible_text`: a row `put` directly may hold ESC sequences, and a terminal would obey them
+        cut = lambda s: (lambda t: t if len(t) <= max_chars else t[:max_chars - 1] + '…')(' '.join(visible_text(s).split()))
         out = [f"- {it.source}: {neutralise_headers(cut(it.content))}" for it in self.removed]
         out += [f"- {how} ({it.source}): {neutralise_headers(cut(it.content))}" for it, how in self.derived]
         return out + [f"- file: {p.name}" for p in self.files]
