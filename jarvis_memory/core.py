@@ -13,7 +13,7 @@ from .scope import (MemoryInputError, ScopeError, ItemError, MemoryScope, Memory
                                  check_metadata, source_layer, SUPERSEDED, check_time, check_text, id_owner_tag, natural_prefix)
 from .settings import Settings
 from .store import MemoryStore, Filter, open_store, is_store
-from .window import HistoryError, split_turns, opening, WorkingMemories, answered_line
+from .window import HistoryError, checked, split_turns, opening, WorkingMemories, answered_line
 from .episodes import TurnRecord, turn_items, stale_piece_ids, turn_id, piece_id, clean_text as stored_text
 from .language import points_back, clean_text
 
@@ -66,12 +66,12 @@ def record_turn(self: MemoryCore, scope: MemoryScope, history, *, at: float | No
                 model_error: bool = False, unanswered: bool = False) -> list[MemoryItem]:
     "Write the last turn of `history` (its whole reply) as a turn episode and its pieces (S-4), and the opening as turn 0 with turn 1 or alone; returns the items written."
     scope = session_scope(scope)
-    turns, lead = split_turns(history), opening(history)
+    with checked(history) as msgs: turns, lead, asked = split_turns(msgs), opening(msgs), answered_line(msgs)
     if not turns and not lead:
         raise HistoryError("record_turn: the history has no user message and the assistant said nothing, so there is nothing to record")
     at = self._now(at)
     recs = [TurnRecord.from_turn(scope, turns[-1], at=at, model_error=model_error, unanswered=unanswered,
-                                 replies_to=answered_line(history))] if turns else []
+                                 replies_to=asked)] if turns else []
     if lead and (not turns or turns[-1].number == 1): recs.append(TurnRecord(scope, 0, '', lead, at=at))
     return [it for rec in recs for it in _record(self, rec)]
 

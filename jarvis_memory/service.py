@@ -13,7 +13,7 @@ from typing import Iterable
 from .scope import ItemError, MemoryInputError, MemoryUnavailable, ScopeError, MemoryScope, MemoryItem, check_id
 from .settings import Settings
 from .store import Filter
-from .window import check_history, split_turns, window, window_turn_numbers, answered_line
+from .window import check_history, checked, split_turns, window, window_turn_numbers, answered_line
 from .episodes import window_episode_ids
 from .language import query_terms, recall_terms, recall_query, used_in_answer, pattern_hint_wanted, is_contentless, asks_or_requests
 from .core import MemoryCore, session_scope, previous_exchange
@@ -122,27 +122,27 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
             budget: int | None = None, query_embedding=None) -> Observation:
     "The prompt for the next model call: the window and the memory blocks, with the data behind them."
     scope, now, s = session_scope(scope), self._now(now), self.settings
-    msgs = check_history(history)
-    turns = split_turns(msgs)
-    obs = Observation(scope, window(msgs, s.stm_turns), now=now)
-    utterance = turns[-1].utterance or '' if turns else ''
-    prev = previous_exchange(msgs, skip_last=True) if turns else None
-    if turns:
-        asked = answered_line(msgs)
-        obs.query = history_query(msgs, s)
-        obs.deictic = prev is not None and obs.query != recall_query(utterance, None, answers=asked, query_chars=s.query_chars,
-                                                                     min_chars=s.deixis_min_chars)
-        obs.terms = recall_terms(obs.query)
-        if pattern_hint_wanted(utterance): obs.hints.append(f"{PATTERN_HINT_HEADER}\n{PATTERN_HINT}")
-        pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
-        obs.pattern_text, obs.patterns = self.pattern_block(scope, pattern_text)
-    in_window = stored_window_ids(scope, msgs, s)
-    k, budget = recall_limits(s, k, budget)                # fill recall_chars, at most recall_cap items (issue 12)
-    with self.store.team.pinned():                         # one recall, several store reads: under one read policy
-        obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
-                            k=k, budget=budget, window_ids=in_window, recent=leaves_initiative(msgs))
-        if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)
-    return obs
+    with checked(history) as msgs:                         # one check for the dozen helpers below (F7)
+        turns = split_turns(msgs)
+        obs = Observation(scope, window(msgs, s.stm_turns), now=now)
+        utterance = turns[-1].utterance or '' if turns else ''
+        prev = previous_exchange(msgs, skip_last=True) if turns else None
+        if turns:
+            asked = answered_line(msgs)
+            obs.query = history_query(msgs, s)
+            obs.deictic = prev is not None and obs.query != recall_query(utterance, None, answers=asked, query_chars=s.query_chars,
+                                                                         min_chars=s.deixis_min_chars)
+            obs.terms = recall_terms(obs.query)
+            if pattern_hint_wanted(utterance): obs.hints.append(f"{PATTERN_HINT_HEADER}\n{PATTERN_HINT}")
+            pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
+            obs.pattern_text, obs.patterns = self.pattern_block(scope, pattern_text)
+        in_window = stored_window_ids(scope, msgs, s)
+        k, budget = recall_limits(s, k, budget)                # fill recall_chars, at most recall_cap items (issue 12)
+        with self.store.team.pinned():                         # one recall, several store reads: under one read policy
+            obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
+                                k=k, budget=budget, window_ids=in_window, recent=leaves_initiative(msgs))
+            if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)
+        return obs
 
 MemoryService.observe = observe
 

@@ -7,7 +7,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/window.html.md"""
 
 # %% ../nbs/10_window.ipynb #e06eed18
 from __future__ import annotations
-import json, re, threading
+import contextlib, json, re, threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -15,7 +15,7 @@ from .scope import MemoryInputError, ScopeError, MemoryScope, check_id, json_loa
 from .settings import SettingsError
 
 # %% auto #0
-__all__ = ['ROLES', 'SYSTEM_ROLES', 'HistoryError', 'check_history', 'is_tool_error', 'Turn', 'split_turns', 'opening',
+__all__ = ['ROLES', 'SYSTEM_ROLES', 'HistoryError', 'check_history', 'checked', 'is_tool_error', 'Turn', 'split_turns', 'opening',
            'answered_line', 'window', 'window_turn_numbers', 'extra_candidates', 'WorkingMemoryError', 'WorkingMemory',
            'WorkingMemories']
 
@@ -50,8 +50,11 @@ def _check_call(c, i: int, j: int) -> tuple[str, str]:
     return cid, name
 
 # %% ../nbs/10_window.ipynb #ec40ff39
+_checked = threading.local()            # the list `checked` (below) vouches for, in this thread
+
 def check_history(history) -> list[dict]:
     "Return `history` as a list if it is a valid chat history (see above), else raise `HistoryError`."
+    if history is getattr(_checked, 'msgs', None): return history      # checked once for this call (`checked`)
     if isinstance(history, (str, bytes, dict)) or not isinstance(history, Sequence):
         raise HistoryError(f"history must be a list of chat messages, got {type(history).__name__}")
     msgs = list(history)
@@ -91,6 +94,15 @@ def check_history(history) -> list[dict]:
                 raise HistoryError(f"message {i} (tool): result for {cid!r} answers no earlier tool call of this turn{other}")
             del pending[cid]; answered[cid] = i
     return msgs
+
+# %% ../nbs/10_window.ipynb #a3bb9ae0
+@contextlib.contextmanager
+def checked(history):
+    "Check `history` once (`check_history`) and yield it as a new list; within the block `check_history` of that list returns it at once."
+    msgs = check_history(history)
+    prev, _checked.msgs = getattr(_checked, 'msgs', None), msgs
+    try: yield msgs
+    finally: _checked.msgs = prev
 
 # %% ../nbs/10_window.ipynb #457934a1
 _re_error_text = re.compile(r'^\s*(error|exception|traceback|오류|에러)\b', re.I)
