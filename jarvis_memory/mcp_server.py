@@ -52,6 +52,13 @@ class MemoryTools:
 def _u(t): return {'role': 'user', 'content': t}
 def _a(t): return {'role': 'assistant', 'content': t}
 
+def _kept(hist: list[dict], whole: int) -> list[dict]:
+    "`hist` with the text of all but its last `whole` turns left out: their messages stay, empty, so turns keep their numbers."
+    starts = [i for i, m in enumerate(hist) if m['role'] == 'user']
+    if len(starts) <= whole: return hist
+    cut = starts[-whole]
+    return [m if i >= cut or not m['content'] else {'role': m['role'], 'content': ''} for i, m in enumerate(hist)]
+
 def remember(self: MemoryTools, text: str) -> str:
     "Remember a fact about the user (S-2.3), e.g. `거주지: 서울` or `favourite tea: jasmine`."
     _text(text, 'text')
@@ -71,7 +78,7 @@ def record_turn(self: MemoryTools, user_message: str, assistant_message: str) ->
         if answered: hist.append(_a(assistant_message))
         items = self.service.record_turn(self.scope, hist, unanswered=not answered)
         used = self.service.reinforce(self.scope, obs, assistant_message) if obs is not None and answered else []
-        self.history = hist
+        self.history = _kept(hist, self.service.settings.stm_turns + 1)     # what `observe` and `record_turn` read (probe 3, F7)
     n = sum(m['role'] == 'user' for m in hist)
     return f"Recorded turn {n} of session {self.scope.session_id} ({len(items)} item(s)); {len(used)} recalled memory(ies) used."
 
