@@ -407,11 +407,15 @@ def _en_in_n(m, c): return _ahead(c, _num(m[1] or m[3]), _EN_UNIT(m[2] or m[4]))
 
 # %% ../nbs/12b_time.ipynb #15a6f8f3
 _MAX_CHARS = 1000
-# Every rule needs one of these (or a digit): most lines have none, and one search of the lower-cased text is ~20x
-# cheaper than the rules (a recall reads the times of ~100 candidate lines); a text without Hangul skips the Korean
-# rules. `test_timeexpr_props.py` checks that neither changes a result, on generated expressions and on any text.
+# Every rule needs one of these: most lines have none, and one search of the lower-cased text is ~20x cheaper than
+# the rules (a recall reads the times of ~100 candidate lines); a text without Hangul skips the Korean rules. A digit
+# alone is no time ("(3)", "$20", "iPhone 15"): a rule that needs no word of the list reads a digit before a unit
+# (5월, 3일, 2주, "3 weeks"), a year of 19xx or 20xx ("in 2022", "summer 2022") or a date (2023-05-07); the other digit
+# rules need a month's name or "ago", which are in the list. `test_timeexpr_props.py` checks that neither screen changes
+# a result, on generated expressions and on any text.
 _UNIT_EN = r'(?:nights?|days?|weeks?|weekends?|months?|years?|mornings?|afternoons?|evenings?)'
-_MAYBE = re.compile(r'\d|today|tonight|yesterday|tomorrow|(?<![a-z])ago(?![a-z])|from\s+now|before\s+last'
+_DIGIT_TIME = r'\d\s*(?:년|월|일|주|달|개월|해|day|week|month|year)|(?<!\d)(?:19|20)\d\d(?!\d)|\d{4}[-./]\d{1,2}[-./]\d'
+_MAYBE = re.compile(rf'{_DIGIT_TIME}|today|tonight|yesterday|tomorrow|(?<![a-z])ago(?![a-z])|from\s+now|before\s+last'
                     rf'|(?<![a-z])(?:this|last|past|next)\s+(?:{_UNIT_EN}|few|several|couple|{_alt(_EN_NUM)}|{_WD_EN}|{_alt(_MONTHS)}|{_SEASON_EN})(?![a-z])'
                     rf'|(?<![a-z])(?:in|for)\s+(?:{_alt(_EN_NUM)})\s+{_UNIT_EN}|(?<![a-z])(?:{_alt(_MONTHS)})(?![a-z])'
                     r'|어제|어젯|그저께|그제|그끄저께|그그저께|엊그|오늘|내일|모레|글피|지난|저번|이번|다음|작년|재작년|올해|금년|내년|이달'

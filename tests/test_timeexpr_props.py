@@ -122,7 +122,11 @@ def test_dates_without_a_year_are_not_in_the_future(m, d, now, tz):
 # Any text at all: never an exception, every range non-empty, its text taken from the input.
 any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=200)
 mixed = st.lists(st.one_of(past, current, future_ko, future_en, st.sampled_from(['5월', '12월 25일', 'in 2022', 'May', '2월 30일', '13월', '토요일',
-                                                          '3', '년', '전', ' ', '?', 'ago', 'last', 'next', '후'])), max_size=8).map(' '.join)
+                                                          '3', '년', '전', ' ', '?', 'ago', 'last', 'next', '후',
+                                                          # digits that tell no time beside ones that do (the digit screen)
+                                                          '(3)', '$20', '15', '4:30', '1990', '2022s', '19', '20', '2023-05', '05/07',
+                                                          '3kids', 'days', 'weeks', '월', '일', '주', 'summer', 'in', 'for', 'past', 'of'])),
+                     max_size=8).map(' '.join)
 
 
 @hsettings(max_examples=500, deadline=None)
@@ -136,7 +140,7 @@ def test_any_text_is_safe(text, now, tz):
 @hsettings(max_examples=500, deadline=None)
 @given(st.one_of(any_text, mixed, st.builds('{} {}'.format, st.one_of(past, current, future_ko, future_en), any_text)), clock, offset)
 def test_the_quick_screen_changes_nothing(text, now, tz):
-    # time_ranges first looks for words every rule needs (_MAYBE) and skips the Korean rules on a text without Hangul;
+    # time_ranges first looks for words (or digits in a time's places) every rule needs (_MAYBE) and skips the Korean rules on a text without Hangul;
     # with both screens off (every rule on every text), the same ranges.
     import jarvis_memory.timeexpr as te
     screened = time_ranges(text, now, tz)
