@@ -136,13 +136,13 @@ def observe(self: MemoryService, scope: MemoryScope, history, *, now: float | No
             if pattern_hint_wanted(utterance): obs.hints.append(f"{PATTERN_HINT_HEADER}\n{PATTERN_HINT}")
             pattern_text = f"{prev[0]}\n{utterance}" if obs.deictic else utterance     # "그 방식으로 다시 해줘" matches the previous request
             obs.pattern_text, obs.patterns = self.pattern_block(scope, pattern_text)
-        in_window = stored_window_ids(scope, msgs, s)
-        k, budget = recall_limits(s, k, budget)                # fill recall_chars, at most recall_cap items (issue 12)
-        with self.store.team.pinned():                         # one recall, several store reads: under one read policy
-            obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
-                                k=k, budget=budget, window_ids=in_window, recent=leaves_initiative(msgs))
-            if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)
-        return obs
+        in_window, recent = stored_window_ids(scope, msgs, s), leaves_initiative(msgs)
+    k, budget = recall_limits(s, k, budget)                # fill recall_chars, at most recall_cap items (issue 12)
+    with self.store.team.pinned():                         # one recall, several store reads: under one read policy
+        obs.result = recall(self.store, scope, obs.query, s, now=now, terms=obs.terms, query_embedding=query_embedding,
+                            k=k, budget=budget, window_ids=in_window, recent=recent)
+        if obs.candidates: self.store.touch(scope, [c.id for c in obs.candidates], now)
+    return obs
 
 MemoryService.observe = observe
 
