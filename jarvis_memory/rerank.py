@@ -6,13 +6,14 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/rerank.html.md"""
 
 # %% ../nbs/17_rerank.ipynb #06b38d62
 from __future__ import annotations
+import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from .scope import ScopeError, MemoryScope, MemoryItem, check_id
 from .settings import Settings
 from .scoring import (Candidate, Score, ScoringError, rank, excluded_reason, flashbulb_slot, first_per_group,
-                                   _merge, _score, _params, _check_now, _check_settings, _id_set)
+                                   COMPONENTS, _merge, _values, _params, _check_now, _check_settings, _id_set)
 
 # %% auto #0
 __all__ = ['joint_relevance', 'fact_source', 'source_links', 'JointScore', 'joint_rank']
@@ -116,10 +117,10 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
     scored = []
     for c in merged:
         if excluded_reason(c, ex_ids, ex_src) is not None: continue
-        s = _score(c, now, P, slow, fb_imp, fb_cue)
-        rel, src = s.components['relevance'], prov.get(c.id, ())
-        scored.append(JointScore(c, s.components, {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0}, rel,
-                                 s.kind, s.flashbulb, composite=s.total, source_of=src))
+        vals, w, kind, fb = _values(c, now, P, slow, fb_imp, fb_cue)
+        rel, src = vals[2], prov.get(c.id, ())               # (composite: the sum `_score` makes, the same floats)
+        scored.append(JointScore(c, dict(zip(COMPONENTS, vals)), {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0},
+                                 rel, kind, fb, composite=sum(map(operator.mul, w, vals)), source_of=src))
     fused = any(c.fused is not None for c in merged)   # relevances fused by rank: a step is real, only exact ties band
     scored = _banded(scored, 0.0 if fused and settings.fusion == 'rrf' else settings.relevance_band)
     fb_ids = {s.id for s in scored if s.flashbulb}     # the source turn of a flashbulb fact fills the slot too
