@@ -6,7 +6,6 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/rerank.html.md"""
 
 # %% ../nbs/17_rerank.ipynb #06b38d62
 from __future__ import annotations
-import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -117,10 +116,10 @@ def joint_rank(candidates: Iterable[Candidate], now: float, settings: Settings, 
     scored = []
     for c in merged:
         if excluded_reason(c, ex_ids, ex_src) is not None: continue
-        vals, w, kind, fb = _values(c, now, P, slow, fb_imp, fb_cue)
-        rel, src = vals[2], prov.get(c.id, ())               # (composite: the sum `_score` makes, the same floats)
+        vals, _, total, kind, fb = _values(c, now, P, slow, fb_imp, fb_cue)
+        rel, src = vals[2], prov.get(c.id, ())
         scored.append(JointScore(c, dict(zip(COMPONENTS, vals)), {'recency': 0.0, 'importance': 0.0, 'relevance': rel, 'cue': 0.0},
-                                 rel, kind, fb, composite=sum(map(operator.mul, w, vals)), source_of=src))
+                                 rel, kind, fb, composite=total, source_of=src))
     fused = any(c.fused is not None for c in merged)   # relevances fused by rank: a step is real, only exact ties band
     scored = _banded(scored, 0.0 if fused and settings.fusion == 'rrf' else settings.relevance_band)
     fb_ids = {s.id for s in scored if s.flashbulb}     # the source turn of a flashbulb fact fills the slot too

@@ -6,7 +6,7 @@ Docs: https://jarvis-memory.github.io/jarvis_memory/scoring.html.md"""
 
 # %% ../nbs/13_scoring.ipynb #9c9962b2
 from __future__ import annotations
-import math
+import math, operator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Callable, Iterable, Mapping
@@ -202,19 +202,19 @@ class Score:
         return f"Score({self.id!r}, {self.kind}, total={self.total:.3f}, {comps}{extra})"
 
 def _values(c: Candidate, now: float, P: dict, slowdown: float, fb_imp: float, fb_cue: float) -> tuple:
-    "(the components' values in COMPONENTS order, the kind's weights, the kind, flashbulb?): what a `Score` is made of"
-    "(the joint re-rank builds its own score from them, without a `Score` to throw away)."
+    "(the components' values in COMPONENTS order, the kind's weights, their weighted sum, the kind, flashbulb?): what a"
+    "`Score` is made of (the joint re-rank builds its own score from them, without a `Score` to throw away)."
     it = c.item
     kind = _kind(it)
     w, hl_rec, hl_imp = P[kind]
     rec, imp = _decays(it, max(0.0, now - it.created_at) / 86400.0, hl_rec, hl_imp, slowdown)
     rel = c.fused if c.fused is not None else c.cue if c.relevance is None else min(1.0, max(0.0, float(c.relevance)))
-    return (rec, imp, rel, float(c.cue)), w, kind, it.importance >= fb_imp and c.cue >= fb_cue
+    vals = (rec, imp, rel, float(c.cue))
+    return vals, w, sum(map(operator.mul, w, vals)), kind, it.importance >= fb_imp and c.cue >= fb_cue
 
 def _score(c: Candidate, now: float, P: dict, slowdown: float, fb_imp: float, fb_cue: float) -> Score:
-    vals, w, kind, fb = _values(c, now, P, slowdown, fb_imp, fb_cue)
-    weighted = {k: wk * v for k, wk, v in zip(COMPONENTS, w, vals)}
-    return Score(c, dict(zip(COMPONENTS, vals)), weighted, sum(weighted.values()), kind, fb)
+    vals, w, total, kind, fb = _values(c, now, P, slowdown, fb_imp, fb_cue)
+    return Score(c, dict(zip(COMPONENTS, vals)), {k: wk * v for k, wk, v in zip(COMPONENTS, w, vals)}, total, kind, fb)
 
 def score(candidate: Candidate, now: float, settings: Settings) -> Score:
     "Score one candidate: per-kind weighted sum of recency, decayed importance, relevance (cue when no vectors) and cue (S-6.1)."
